@@ -1,0 +1,177 @@
+// Package settings binds the flags the agentmem commands share (budget, tokenizer, topology,
+// logging, NATS connection) to a flag set; every flag has an AGENTMEM_* environment twin (flag
+// "context-window" reads AGENTMEM_CONTEXT_WINDOW). Only commands use it: packages receive Config
+// structs.
+package settings
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/peterbourgon/ff/v3"
+	"github.com/rs/zerolog"
+
+	"github.com/agentmem/agentmem/pkg/events"
+	"github.com/agentmem/agentmem/pkg/memory"
+)
+
+// EnvPrefix is the prefix of every environment twin.
+const EnvPrefix = "AGENTMEM"
+
+// Parse parses args into fs, reading AGENTMEM_* variables for flags not given.
+func Parse(fs *flag.FlagSet, args []string) error {
+	return ff.Parse(fs, args, ff.WithEnvVarPrefix(EnvPrefix))
+}
+
+// Budget holds the token budget flags.
+type Budget struct {
+	ContextWindow, System, Tools, Response int
+	Tokenizer                              string
+}
+
+// BindBudget registers --context-window, --reserve-system, --reserve-tools, --reserve-response
+// and --tokenizer.
+func BindBudget(fs *flag.FlagSet) *Budget {
+	d := memory.DefaultBudget()
+	b := &Budget{}
+	fs.IntVar(&b.ContextWindow, "context-window", d.ContextWindow, "model context window in tokens")
+	fs.IntVar(&b.System, "reserve-system", d.System, "tokens reserved for the system prompt")
+	fs.IntVar(&b.Tools, "reserve-tools", d.Tools, "tokens reserved for tool definitions")
+	fs.IntVar(&b.Response, "reserve-response", d.Response, "tokens reserved for the response")
+	fs.StringVar(&b.Tokenizer, "tokenizer", "estimate", "token counter: estimate (ceil(cjk/1.5 + other/4)) or o200k (exact, offline)")
+	return b
+}
+
+// Memory returns the budget as memory.Budget.
+func (b *Budget) Memory() memory.Budget {
+	m := memory.DefaultBudget()
+	m.ContextWindow, m.System, m.Tools, m.Response = b.ContextWindow, b.System, b.Tools, b.Response
+	return m
+}
+
+// Topology holds the topology flags.
+type Topology struct {
+	Prefix           string
+	Partitions       int
+	Replicas         int
+	ArchiveMaxAge    time.Duration
+	DuplicateWindow  time.Duration
+	DeadLetterMaxAge time.Duration
+}
+
+// BindTopology registers --prefix, --partitions, --replicas, --archive-max-age,
+// --duplicate-window and --dlq-max-age.
+func BindTopology(fs *flag.FlagSet) *Topology {
+	d := events.DefaultTopology()
+	t := &Topology{}
+	fs.StringVar(&t.Prefix, "prefix", d.Prefix, "name prefix of streams, buckets and consumers")
+	fs.IntVar(&t.Partitions, "partitions", d.Partitions, "partitions of the turns stream (fixed once the stream exists)")
+	fs.IntVar(&t.Replicas, "replicas", d.Replicas, "replicas of every stream and bucket (3 on a cluster)")
+	fs.DurationVar(&t.ArchiveMaxAge, "archive-max-age", 0, "how long turns stay in the archive (0: for ever)")
+	fs.DurationVar(&t.DuplicateWindow, "duplicate-window", d.DuplicateWindow, "Nats-Msg-Id deduplication window of the streams")
+	fs.DurationVar(&t.DeadLetterMaxAge, "dlq-max-age", 0, "how long dead letters are kept (0: for ever)")
+	return t
+}
+
+// Events returns the topology as events.Topology.
+func (t *Topology) Events() events.Topology {
+	e := events.DefaultTopology()
+	e.Prefix, e.Partitions, e.Replicas = t.Prefix, t.Partitions, t.Replicas
+	e.ArchiveMaxAge, e.DuplicateWindow, e.DeadLetterMaxAge = t.ArchiveMaxAge, t.DuplicateWindow, t.DeadLetterMaxAge
+	return e
+}
+
+// Log holds the logging flags.
+type Log struct{ Level, Format string }
+
+// BindLog registers --log-level and --log-format.
+func BindLog(fs *flag.FlagSet) *Log {
+	l := &Log{}
+	fs.StringVar(&l.Level, "log-level", "info", "log level: trace, debug, info, warn, error")
+	fs.StringVar(&l.Format, "log-format", "console", "log format: console or json")
+	return l
+}
+
+// Logger builds the logger the flags describe, writing to w.
+func (l *Log) Logger(w io.Writer, component string) (zerolog.Logger, error) {
+	lvl, err := zerolog.ParseLevel(l.Level)
+	if err != nil {
+		return zerolog.Nop(), fmt.Errorf("log level %q: %w", l.Level, err)
+	}
+	switch l.Format {
+	case "json":
+	case "console":
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
+	default:
+		return zerolog.Nop(), fmt.Errorf("log format %q: want console or json", l.Format)
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Str("service", component).Logger(), nil
+}
+
+// Conn holds the NATS connection flags of the separate workers and the CLI.
+type Conn struct {
+	URL, Creds, User, Password string
+}
+
+// BindConn registers --nats, --creds, --user and --password.
+func BindConn(fs *flag.FlagSet) *Conn {
+	c := &Conn{}
+	fs.StringVar(&c.URL, "nats", nats.DefaultURL, "NATS server URL")
+	fs.StringVar(&c.Creds, "creds", "", "NATS credentials file")
+	fs.StringVar(&c.User, "user", "", "NATS user")
+	fs.StringVar(&c.Password, "password", "", "NATS password")
+	return c
+}
+
+// Connect opens the connection the flags describe.
+func (c *Conn) Connect(name string) (*nats.Conn, error) {
+	opts := []nats.Option{nats.Name(name), nats.MaxReconnects(-1)}
+	if c.Creds != "" {
+		opts = append(opts, nats.UserCredentials(c.Creds))
+	}
+	if c.User != "" {
+		opts = append(opts, nats.UserInfo(c.User, c.Password))
+	}
+	nc, err := nats.Connect(c.URL, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %s: %w", c.URL, err)
+	}
+	return nc, nil
+}
+
+// Dump logs the effective value of every flag, secrets masked.
+func Dump(log zerolog.Logger, fs *flag.FlagSet) {
+	ev := log.Info()
+	fs.VisitAll(func(f *flag.Flag) {
+		v := f.Value.String()
+		if Secret(f.Name) && v != "" {
+			v = "****"
+		}
+		ev = ev.Str(f.Name, v)
+	})
+	ev.Msg("effective configuration")
+}
+
+// Secret reports whether a flag holds a secret that must never be printed.
+func Secret(name string) bool {
+	n := strings.ToLower(name)
+	for _, s := range []string{"password", "key", "secret", "token", "creds"} {
+		if strings.Contains(n, s) && !strings.Contains(n, "tokens") && n != "tokenizer" {
+			return true
+		}
+	}
+	return false
+}
+
+// SignalContext is cancelled on SIGINT or SIGTERM.
+func SignalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}

@@ -1,0 +1,73 @@
+// Command memoryd runs agentmem on one box: an embedded NATS server with JetStream (file
+// storage) and every worker in one process. Other processes (the separate workers, memctl, the
+// nats CLI, agents) connect to it on --listen.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/agentmem/agentmem/cmd/internal/settings"
+	"github.com/agentmem/agentmem/internal/broker"
+	"github.com/agentmem/agentmem/internal/daemon"
+	"github.com/agentmem/agentmem/internal/ingest"
+	"github.com/agentmem/agentmem/internal/retrieve"
+	"github.com/agentmem/agentmem/pkg/memory"
+)
+
+func main() {
+	ctx, stop := settings.SignalContext()
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "memoryd:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("memoryd", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:4222", "address the embedded NATS server listens on")
+	data := fs.String("data", "./data", "JetStream storage directory")
+	natsConfig := fs.String("nats-config", "", "nats-server configuration file (authorization, TLS)")
+	maxPayload := fs.Int("max-payload", 0, "largest message the server accepts in bytes (0: NATS default, 1 MiB)")
+	summaryTokens := fs.Int("summary-tokens", 2000, "token cap a compression range is accounted at")
+	maxContent := fs.Int("max-content-bytes", 256<<10, "largest turn content accepted")
+	idle := fs.Duration("idle-timeout", ingest.DefaultIdleTimeout, "end a session after this long without a turn (negative: never)")
+	decay := fs.String("decay", "linear:24h:0.5", "time decay of retrieval scores: linear:WINDOW:FLOOR, halflife:HALFLIFE:FLOOR or none")
+	budget := settings.BindBudget(fs)
+	topo := settings.BindTopology(fs)
+	logf := settings.BindLog(fs)
+	if err := settings.Parse(fs, args); err != nil {
+		return err
+	}
+	log, err := logf.Logger(os.Stderr, "memoryd")
+	if err != nil {
+		return err
+	}
+	settings.Dump(log, fs)
+	d, err := memory.ParseDecay(*decay)
+	if err != nil {
+		return fmt.Errorf("--decay: %w", err)
+	}
+	cfg := daemon.Config{
+		Broker:   broker.Config{Listen: *listen, DataDir: *data, ConfigFile: *natsConfig, MaxPayload: int32(*maxPayload)},
+		Topology: topo.Events(),
+		Ingest: ingest.Config{
+			Budget: budget.Memory(), Tokenizer: budget.Tokenizer, SummaryTokens: *summaryTokens,
+			MaxContentBytes: *maxContent, IdleTimeout: *idle,
+		},
+		Retrieve: retrieve.Config{Tokenizer: budget.Tokenizer, Decay: d},
+	}
+	dm, err := daemon.Start(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		log.Info().Msg("shutting down: draining workers")
+	case <-dm.Done():
+	}
+	return dm.Stop()
+}

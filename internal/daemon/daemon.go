@@ -1,0 +1,132 @@
+// Package daemon runs agentmem in one process, as memoryd does: an embedded NATS server with
+// JetStream (file storage), the streams, buckets and consumers of the topology, and every worker
+// (ingest, retriever) connected to it. Separate worker processes can connect to the same server.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/agentmem/agentmem/internal/broker"
+	"github.com/agentmem/agentmem/internal/ingest"
+	"github.com/agentmem/agentmem/internal/retrieve"
+	"github.com/agentmem/agentmem/pkg/events"
+)
+
+// Config configures the all-in-one process.
+type Config struct {
+	// Broker configures the embedded NATS server.
+	Broker broker.Config
+	// Topology names and configures streams, buckets and consumers.
+	Topology events.Topology
+	// Ingest and Retrieve configure the workers (their Topology is set from Topology).
+	Ingest   ingest.Config
+	Retrieve retrieve.Config
+}
+
+// Daemon is a running all-in-one process.
+type Daemon struct {
+	broker *broker.Broker
+	nc     *nats.Conn
+	ingest *ingest.Worker
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+	once   sync.Once
+}
+
+// Start starts the server, creates the topology and starts every worker. It returns once they
+// run; Stop (or cancelling ctx) drains the workers and shuts the server down.
+func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Daemon, error) {
+	if cfg.Topology.Prefix == "" {
+		cfg.Topology = events.DefaultTopology()
+	}
+	if err := cfg.Topology.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.Ingest.Topology, cfg.Retrieve.Topology = cfg.Topology, cfg.Topology
+	b, err := broker.Start(cfg.Broker, log)
+	if err != nil {
+		return nil, err
+	}
+	d := &Daemon{broker: b, done: make(chan struct{})}
+	fail := func(err error) (*Daemon, error) {
+		if d.nc != nil {
+			d.nc.Close()
+		}
+		b.Shutdown()
+		return nil, err
+	}
+	closed := make(chan struct{})
+	d.nc, err = nats.Connect(b.ClientURL(), nats.Name("memoryd"), nats.MaxReconnects(-1),
+		nats.ClosedHandler(func(*nats.Conn) { close(closed) }))
+	if err != nil {
+		return fail(fmt.Errorf("connecting to the embedded server: %w", err))
+	}
+	js, err := jetstream.New(d.nc)
+	if err != nil {
+		return fail(err)
+	}
+	setup, cancelSetup := context.WithTimeout(ctx, 30*time.Second)
+	defer cancelSetup()
+	if err := cfg.Topology.Ensure(setup, js); err != nil {
+		return fail(fmt.Errorf("creating streams and buckets: %w", err))
+	}
+	in, err := ingest.New(setup, cfg.Ingest, js, log)
+	if err != nil {
+		return fail(err)
+	}
+	rt, err := retrieve.New(setup, cfg.Retrieve, d.nc, js, log)
+	if err != nil {
+		return fail(err)
+	}
+	d.ingest = in
+	runCtx, cancel := context.WithCancel(ctx)
+	d.cancel = cancel
+	g, gctx := errgroup.WithContext(runCtx)
+	g.Go(func() error { return in.Run(gctx) })
+	g.Go(func() error { return rt.Run(gctx) })
+	go func() {
+		err := g.Wait()
+		if err != nil && !errors.Is(err, context.Canceled) {
+			d.err = err
+			log.Error().Err(err).Msg("worker failed")
+		}
+		if err := d.nc.Drain(); err != nil {
+			log.Debug().Err(err).Msg("draining connection")
+			d.nc.Close()
+		}
+		<-closed
+		b.Shutdown()
+		close(d.done)
+	}()
+	log.Info().Str("url", b.ClientURL()).Str("data", cfg.Broker.DataDir).Msg("memoryd running")
+	return d, nil
+}
+
+// URL is the client URL of the embedded server.
+func (d *Daemon) URL() string { return d.broker.ClientURL() }
+
+// Ingest exposes the ingest worker (for its statistics).
+func (d *Daemon) Ingest() *ingest.Worker { return d.ingest }
+
+// Stop drains every worker, then shuts the server down, and waits for all of it.
+func (d *Daemon) Stop() error {
+	d.once.Do(d.cancel)
+	<-d.done
+	return d.err
+}
+
+// Done is closed when the daemon has stopped.
+func (d *Daemon) Done() <-chan struct{} { return d.done }
+
+// Err is the error that stopped the daemon, if any, once Done is closed.
+func (d *Daemon) Err() error { return d.err }

@@ -1,0 +1,245 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmem/agentmem/internal/deadletter"
+	"github.com/agentmem/agentmem/internal/session"
+	"github.com/agentmem/agentmem/pkg/events"
+	"github.com/agentmem/agentmem/pkg/memory"
+)
+
+// message is a turns-stream message as ingest decides on it, whether it was delivered by the
+// consumer or read back from the stream to fill a gap.
+type message struct {
+	subject   string
+	header    nats.Header
+	data      []byte
+	seq       uint64
+	stored    time.Time
+	consumer  string
+	delivered uint64
+	addr      events.TurnAddress
+}
+
+func natsMsg(subject string, h nats.Header, data []byte) *nats.Msg {
+	return &nats.Msg{Subject: subject, Header: h, Data: data}
+}
+
+// effects are what a session's batch must publish before it is committed.
+type effects struct {
+	msgs    []*nats.Msg
+	letters []deadletter.Record
+}
+
+func (w *Worker) processSession(part *partition, k session.Key, items []*item) {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	fail := func(err error) {
+		w.failures.Add(1)
+		part.drop(k)
+		lvl := w.log.Warn()
+		if errors.Is(err, session.ErrConflict) {
+			w.conflicts.Add(1)
+			lvl = w.log.Info()
+		}
+		lvl.Err(err).Str("tenant", k.Tenant).Str("session", k.Session).Int("messages", len(items)).
+			Msg("session batch not applied; left for redelivery")
+		for _, it := range items {
+			_ = it.msg.NakWithDelay(backoff(it.meta.NumDelivered))
+		}
+	}
+	st := part.get(k)
+	if st == nil {
+		var err error
+		if st, err = w.store.Load(ctx, k, w.cfg.Budget.Conversation()); err != nil {
+			fail(err)
+			return
+		}
+		part.put(st)
+	}
+	if st.Header.Partition < 0 {
+		st.Header.Partition = items[0].addr.Partition
+	}
+	stored := items[0].msg.Subject()
+	before := st.Header.LastSeq
+	fx := &effects{}
+	prevNew := false
+	for _, it := range items {
+		seq := it.meta.Sequence.Stream
+		if seq <= st.Header.LastSeq {
+			prevNew = false
+			continue
+		}
+		// Consecutive first deliveries of one consumer have nothing of their filter between them;
+		// otherwise ask the stream for an undecided earlier message of this session.
+		if !prevNew || it.meta.NumDelivered != 1 {
+			if err := w.fillGap(ctx, st, stored, seq, it, fx); err != nil {
+				fail(err)
+				return
+			}
+		}
+		it.bad = w.decide(st, message{
+			subject: it.msg.Subject(), header: it.msg.Headers(), data: it.msg.Data(), seq: seq,
+			stored: it.meta.Timestamp, consumer: it.meta.Consumer, delivered: it.meta.NumDelivered, addr: it.addr,
+		}, fx)
+		prevNew = it.meta.NumDelivered == 1
+	}
+	if st.Header.LastSeq != before || st.Uncommitted() > 0 {
+		if err := w.publish(ctx, fx); err != nil {
+			fail(err)
+			return
+		}
+		writes, err := w.store.Commit(ctx, st)
+		w.writes.Add(uint64(writes))
+		if err != nil {
+			fail(err)
+			return
+		}
+		w.commits.Add(1)
+		w.idle.touch(st.Header)
+	}
+	for _, it := range items {
+		if it.bad != "" {
+			_ = it.msg.TermWithReason(it.bad)
+		} else {
+			_ = it.msg.Ack()
+		}
+	}
+}
+
+// fillGap applies, in order, every message of the session stored before seq that was not
+// decided yet.
+func (w *Worker) fillGap(ctx context.Context, st *session.State, stored string, seq uint64, it *item, fx *effects) error {
+	next, err := w.reader.Next(ctx, stored, st.Header.LastSeq+1)
+	if err != nil {
+		return err
+	}
+	if next == nil || next.Sequence >= seq {
+		return nil
+	}
+	w.log.Debug().Str("subject", stored).Uint64("from", next.Sequence).Uint64("to", seq-1).Msg("applying undecided earlier messages first")
+	return w.reader.Scan(ctx, stored, next.Sequence, seq-1, func(m *jetstream.RawStreamMsg) error {
+		w.messages.Add(1)
+		w.decide(st, message{
+			subject: m.Subject, header: m.Header, data: m.Data, seq: m.Sequence, stored: m.Time,
+			consumer: it.meta.Consumer, delivered: 0, addr: it.addr,
+		}, fx)
+		return nil
+	})
+}
+
+func (w *Worker) publish(ctx context.Context, fx *effects) error {
+	for _, m := range fx.msgs {
+		if _, err := w.js.PublishMsg(ctx, m); err != nil {
+			return fmt.Errorf("publishing %s: %w", m.Subject, err)
+		}
+	}
+	for _, r := range fx.letters {
+		if err := w.dlq.Write(ctx, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decide applies one message to the session, or rejects it. It returns the reason when the
+// message is bad input ("" otherwise). It never fails: every outcome is recorded.
+func (w *Worker) decide(st *session.State, m message, fx *effects) (bad string) {
+	defer st.Advance(m.seq, m.stored)
+	defer func() {
+		if r := recover(); r != nil {
+			bad = fmt.Sprintf("internal error while applying the message: %v", r)
+			w.reject(st, m, "", bad, fx)
+		}
+	}()
+	ev, err := events.Decode(natsMsg(m.subject, m.header, m.data))
+	if err != nil {
+		return w.reject(st, m, m.header.Get("ce-id"), err.Error(), fx)
+	}
+	id := ev.ID()
+	want := events.MsgID(m.addr.Tenant, m.addr.Session, id)
+	if got := m.header.Get(events.HeaderMsgID); got != "" && got != want {
+		return w.reject(st, m, id, fmt.Sprintf("Nats-Msg-Id %q does not match the subject and ce-id: want %q", got, want), fx)
+	}
+	if st.Seen(id) {
+		w.duplicates.Add(1)
+		return ""
+	}
+	at := ev.Time()
+	if at.IsZero() {
+		at = m.stored
+	}
+	at = at.UTC()
+	switch ev.Type() {
+	case events.TypeTurn:
+		turn, err := events.DecodeData[events.Turn](ev)
+		if err != nil {
+			return w.reject(st, m, id, err.Error(), fx)
+		}
+		if err := turn.Validate(); err != nil {
+			return w.reject(st, m, id, err.Error(), fx)
+		}
+		if n := len(turn.Content); n > w.cfg.MaxContentBytes {
+			return w.reject(st, m, id, fmt.Sprintf("content is %d bytes; the limit is %d", n, w.cfg.MaxContentBytes), fx)
+		}
+		if reason := ownerMismatch(st, turn.User, true); reason != "" {
+			return w.reject(st, m, id, reason, fx)
+		}
+		e := memory.Entry{
+			ID: id, Type: memory.TypeForRole(turn.Role), Content: turn.Content, Timestamp: at,
+			Tokens: w.counter.Count(turn.Content), Role: turn.Role, Seq: m.seq,
+		}
+		st.Add(e, w.cfg.Budget.Conversation(), turn.User)
+		w.applied.Add(1)
+		w.checkPressure(st, e, fx)
+	case events.TypeSessionEnded:
+		end, err := events.DecodeData[events.SessionEnded](ev)
+		if err != nil {
+			return w.reject(st, m, id, err.Error(), fx)
+		}
+		if reason := ownerMismatch(st, end.User, false); reason != "" {
+			return w.reject(st, m, id, reason, fx)
+		}
+		st.End(id, at)
+		w.applied.Add(1)
+	default:
+		return w.reject(st, m, id, fmt.Sprintf("unknown event type %q: expected %s or %s", ev.Type(), events.TypeTurn, events.TypeSessionEnded), fx)
+	}
+	return ""
+}
+
+// ownerMismatch says why user cannot write to the session, or "".
+func ownerMismatch(st *session.State, user string, turn bool) string {
+	owner := st.Header.User
+	switch {
+	case user != "" && events.ValidateToken("user", user) != nil:
+		return events.ValidateToken("user", user).Error()
+	case owner == "" && user == "" && turn:
+		return fmt.Sprintf("user is required on the first turn of session %q", st.Key.Session)
+	case owner != "" && user != "" && user != owner:
+		return fmt.Sprintf("session %q belongs to user %q; the event names user %q", st.Key.Session, owner, user)
+	}
+	return ""
+}
+
+// reject records a bad message in the session and queues its dead letter.
+func (w *Worker) reject(st *session.State, m message, id, reason string, fx *effects) string {
+	st.Reject(m.seq, id, reason)
+	w.rejected.Add(1)
+	fx.letters = append(fx.letters, deadletter.Record{
+		Msg: natsMsg(m.subject, m.header, m.data), Subject: m.addr.Subject(),
+		Tenant: m.addr.Tenant, Session: m.addr.Session,
+		Stream: w.cfg.Topology.TurnsStream(), Seq: m.seq, Consumer: m.consumer, Delivered: m.delivered,
+		Reason: reason,
+	})
+	w.log.Debug().Str("tenant", m.addr.Tenant).Str("session", m.addr.Session).Uint64("stream_seq", m.seq).
+		Str("reason", reason).Msg("turn rejected")
+	return reason
+}

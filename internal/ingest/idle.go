@@ -1,0 +1,147 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/agentmem/agentmem/internal/session"
+	"github.com/agentmem/agentmem/pkg/events"
+)
+
+// idleTracker ends sessions that received nothing for the idle time: it publishes
+// agentmem.session.ended.v1 into the session's turns subject, with an id derived from the last
+// message it saw, so the end is ordered after the session's last turn, a replay sees it like any
+// other event, and two ingest processes that both notice the idle session store it once.
+type idleTracker struct {
+	w      *Worker
+	mu     sync.Mutex
+	open   map[session.Key]idleSession
+	now    func() time.Time
+	loaded bool
+}
+
+type idleSession struct {
+	user      string
+	lastSeq   uint64
+	lastAt    time.Time
+	requested uint64 // lastSeq for which an end was already published
+}
+
+func newIdleTracker(w *Worker) *idleTracker {
+	return &idleTracker{w: w, open: map[session.Key]idleSession{}, now: time.Now}
+}
+
+// touch records a committed header.
+func (t *idleTracker) touch(h session.Header) {
+	k := session.Key{Tenant: h.Tenant, Session: h.Session}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if h.Ended || h.User == "" {
+		delete(t.open, k)
+		return
+	}
+	cur := t.open[k]
+	t.open[k] = idleSession{user: h.User, lastSeq: h.LastSeq, lastAt: h.LastStoredAt, requested: cur.requested}
+}
+
+func (t *idleTracker) owns(h session.Header) bool {
+	return h.Partition < 0 || slices.Contains(t.w.cfg.Partitions, h.Partition)
+}
+
+func (t *idleTracker) run(ctx context.Context) error {
+	every := min(max(t.w.cfg.IdleTimeout/10, 100*time.Millisecond), time.Minute)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		if !t.loaded {
+			if err := t.load(ctx); err != nil {
+				t.w.log.Warn().Err(err).Msg("listing sessions for the idle check; will retry")
+			} else {
+				t.loaded = true
+			}
+		}
+		t.sweep(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// load adds every open session of the owned partitions from the store.
+func (t *idleTracker) load(ctx context.Context) error {
+	return t.w.store.List(ctx, func(h session.Header) error {
+		if t.owns(h) {
+			k := session.Key{Tenant: h.Tenant, Session: h.Session}
+			t.mu.Lock()
+			if _, known := t.open[k]; !known {
+				t.mu.Unlock()
+				t.touch(h)
+				return nil
+			}
+			t.mu.Unlock()
+		}
+		return nil
+	})
+}
+
+func (t *idleTracker) sweep(ctx context.Context) {
+	now := t.now()
+	type due struct {
+		key session.Key
+		s   idleSession
+	}
+	var list []due
+	t.mu.Lock()
+	for k, s := range t.open {
+		if s.requested != s.lastSeq && !s.lastAt.IsZero() && now.Sub(s.lastAt) >= t.w.cfg.IdleTimeout {
+			list = append(list, due{k, s})
+		}
+	}
+	t.mu.Unlock()
+	for _, d := range list {
+		if err := t.end(ctx, d.key, d.s); err != nil {
+			t.w.log.Warn().Err(err).Str("tenant", d.key.Tenant).Str("session", d.key.Session).Msg("ending idle session; will retry")
+			continue
+		}
+		t.mu.Lock()
+		if cur, ok := t.open[d.key]; ok && cur.lastSeq == d.s.lastSeq {
+			cur.requested = d.s.lastSeq
+			t.open[d.key] = cur
+		}
+		t.mu.Unlock()
+	}
+}
+
+// IdleEndID is the deterministic id of the end event ingest publishes for an idle session whose
+// last stored message has stream sequence lastSeq.
+func IdleEndID(lastSeq uint64) string { return fmt.Sprintf("idle-end-%d", lastSeq) }
+
+func (t *idleTracker) end(ctx context.Context, k session.Key, s idleSession) error {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	id := IdleEndID(s.lastSeq)
+	ev, err := events.NewEvent(id, events.TypeSessionEnded, t.w.cfg.Source, s.lastAt.Add(t.w.cfg.IdleTimeout), events.SessionEnded{User: s.user})
+	if err != nil {
+		return err
+	}
+	ev.SetSubject(k.Session)
+	subject, err := events.TurnSubject(k.Tenant, k.Session)
+	if err != nil {
+		return err
+	}
+	msg, err := events.BinaryMsg(subject, ev)
+	if err != nil {
+		return err
+	}
+	msg.Header.Set(events.HeaderMsgID, events.MsgID(k.Tenant, k.Session, id))
+	if _, err := t.w.js.PublishMsg(ctx, msg); err != nil {
+		return fmt.Errorf("publishing idle end of %s: %w", k, err)
+	}
+	t.w.log.Info().Str("tenant", k.Tenant).Str("session", k.Session).Msg("session ended after idle time")
+	return nil
+}

@@ -1,0 +1,285 @@
+package ingest
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/agentmem/agentmem/internal/archive"
+	"github.com/agentmem/agentmem/internal/deadletter"
+	"github.com/agentmem/agentmem/internal/session"
+	"github.com/agentmem/agentmem/pkg/events"
+	"github.com/agentmem/agentmem/pkg/memory"
+)
+
+// opTimeout bounds each JetStream call ingest makes while processing a batch.
+const opTimeout = 10 * time.Second
+
+// Stats counts what the worker did since it started.
+type Stats struct {
+	Messages   uint64 // messages taken from the stream (including redeliveries and gap fills)
+	Applied    uint64 // turns and session ends applied
+	Rejected   uint64 // messages dead-lettered as bad input
+	Duplicates uint64 // turn ids seen before, ignored
+	Pressures  uint64 // pressure events emitted
+	Commits    uint64 // session commits (one per session per batch)
+	Writes     uint64 // KV writes (chunks and headers)
+	Conflicts  uint64 // commits lost to another writer
+	Failures   uint64 // transient failures (messages left for redelivery)
+}
+
+// Worker is the ingest worker.
+type Worker struct {
+	cfg     Config
+	js      jetstream.JetStream
+	log     zerolog.Logger
+	counter memory.Counter
+	store   *session.Store
+	reader  *archive.Reader
+	dlq     *deadletter.Writer
+	idle    *idleTracker
+
+	messages, applied, rejected, duplicates, pressures atomic.Uint64
+	commits, writes, conflicts, failures               atomic.Uint64
+}
+
+// New returns an ingest worker. The topology must exist (events.Topology.Ensure).
+func New(ctx context.Context, cfg Config, js jetstream.JetStream, log zerolog.Logger) (*Worker, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	counter, err := memory.NewCounter(cfg.Tokenizer)
+	if err != nil {
+		return nil, err
+	}
+	store, err := session.NewStore(ctx, js, cfg.Topology)
+	if err != nil {
+		return nil, err
+	}
+	w := &Worker{
+		cfg:     cfg,
+		js:      js,
+		log:     log.With().Str("component", "ingest").Logger(),
+		counter: counter,
+		store:   store,
+		reader:  archive.NewReader(js, cfg.Topology.TurnsStream()),
+		dlq:     deadletter.NewWriter(js, cfg.DeadLetterMaxBody),
+	}
+	w.idle = newIdleTracker(w)
+	return w, nil
+}
+
+// Stats returns the worker's counters.
+func (w *Worker) Stats() Stats {
+	return Stats{
+		Messages: w.messages.Load(), Applied: w.applied.Load(), Rejected: w.rejected.Load(),
+		Duplicates: w.duplicates.Load(), Pressures: w.pressures.Load(), Commits: w.commits.Load(),
+		Writes: w.writes.Load(), Conflicts: w.conflicts.Load(), Failures: w.failures.Load(),
+	}
+}
+
+// Run consumes the owned partitions (and the malformed-subject consumer) until ctx is cancelled,
+// then drains: messages already delivered are processed and acknowledged before it returns.
+func (w *Worker) Run(ctx context.Context) error {
+	g, gctx := errgroup.WithContext(ctx)
+	for _, p := range w.cfg.Partitions {
+		g.Go(func() error { return w.runPartition(gctx, p) })
+	}
+	g.Go(func() error { return w.runMalformed(gctx) })
+	if w.cfg.IdleTimeout > 0 {
+		g.Go(func() error { return w.idle.run(gctx) })
+	}
+	w.log.Info().Ints("partitions", w.cfg.Partitions).Int("budget", w.cfg.Budget.Conversation()).
+		Str("tokenizer", w.counter.Name()).Msg("ingest started")
+	err := g.Wait()
+	w.log.Info().Msg("ingest stopped")
+	return err
+}
+
+// consume runs handle over batches of messages of one durable consumer until ctx is cancelled,
+// then drains the consumer and handles what was already delivered.
+func (w *Worker) consume(ctx context.Context, name string, handle func([]jetstream.Msg)) error {
+	cons, err := w.js.Consumer(ctx, w.cfg.Topology.TurnsStream(), name)
+	if err != nil {
+		return fmt.Errorf("binding consumer %q: %w", name, err)
+	}
+	ch := make(chan jetstream.Msg, events.IngestMaxAckPending+w.cfg.BatchSize)
+	cc, err := cons.Consume(func(m jetstream.Msg) { ch <- m },
+		jetstream.PullMaxMessages(w.cfg.BatchSize),
+		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			if !errors.Is(err, jetstream.ErrConsumerDeleted) {
+				w.log.Debug().Err(err).Str("consumer", name).Msg("consume")
+			}
+		}))
+	if err != nil {
+		return fmt.Errorf("consuming %q: %w", name, err)
+	}
+	next := func(first jetstream.Msg) []jetstream.Msg {
+		batch := []jetstream.Msg{first}
+		for len(batch) < w.cfg.BatchSize {
+			select {
+			case m := <-ch:
+				batch = append(batch, m)
+			default:
+				return batch
+			}
+		}
+		return batch
+	}
+	for {
+		select {
+		case m := <-ch:
+			handle(next(m))
+		case <-ctx.Done():
+			cc.Drain()
+			for {
+				select {
+				case m := <-ch:
+					handle(next(m))
+				case <-cc.Closed():
+					for {
+						select {
+						case m := <-ch:
+							handle(next(m))
+						default:
+							return nil
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// partition holds the sessions one partition goroutine owns, most recently used first.
+type partition struct {
+	n     int
+	max   int
+	items map[session.Key]*list.Element
+	order *list.List
+}
+
+func newPartition(n, max int) *partition {
+	return &partition{n: n, max: max, items: map[session.Key]*list.Element{}, order: list.New()}
+}
+
+func (p *partition) get(k session.Key) *session.State {
+	if el, ok := p.items[k]; ok {
+		p.order.MoveToFront(el)
+		return el.Value.(*session.State)
+	}
+	return nil
+}
+
+func (p *partition) put(s *session.State) {
+	if el, ok := p.items[s.Key]; ok {
+		el.Value = s
+		p.order.MoveToFront(el)
+		return
+	}
+	p.items[s.Key] = p.order.PushFront(s)
+	for p.order.Len() > p.max {
+		last := p.order.Back()
+		p.order.Remove(last)
+		delete(p.items, last.Value.(*session.State).Key)
+	}
+}
+
+func (p *partition) drop(k session.Key) {
+	if el, ok := p.items[k]; ok {
+		p.order.Remove(el)
+		delete(p.items, k)
+	}
+}
+
+func (w *Worker) runPartition(ctx context.Context, n int) error {
+	part := newPartition(n, max(1, w.cfg.CachedSessions))
+	return w.consume(ctx, w.cfg.Topology.IngestConsumer(n), func(batch []jetstream.Msg) {
+		w.processBatch(part, batch)
+	})
+}
+
+// item is one delivered message of a batch.
+type item struct {
+	msg  jetstream.Msg
+	meta *jetstream.MsgMetadata
+	addr events.TurnAddress
+	bad  string // why the message is bad input ("" when it is not): terminated instead of acknowledged
+}
+
+func (w *Worker) processBatch(part *partition, batch []jetstream.Msg) {
+	w.messages.Add(uint64(len(batch)))
+	var order []session.Key
+	groups := map[session.Key][]*item{}
+	for _, m := range batch {
+		meta, err := m.Metadata()
+		if err != nil {
+			w.log.Error().Err(err).Str("subject", m.Subject()).Msg("message without metadata")
+			_ = m.Term()
+			continue
+		}
+		addr, err := events.ParseTurnSubject(m.Subject())
+		if err != nil {
+			w.deadLetterUnparsed(m, meta, fmt.Sprintf("subject %q: %v", m.Subject(), err))
+			continue
+		}
+		k := session.Key{Tenant: addr.Tenant, Session: addr.Session}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], &item{msg: m, meta: meta, addr: addr})
+	}
+	for _, k := range order {
+		w.processSession(part, k, groups[k])
+	}
+}
+
+// deadLetterUnparsed dead-letters a message whose subject names no valid session.
+func (w *Worker) deadLetterUnparsed(m jetstream.Msg, meta *jetstream.MsgMetadata, reason string) {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	err := w.dlq.Write(ctx, deadletter.Record{
+		Msg: natsMsg(m.Subject(), m.Headers(), m.Data()), Stream: meta.Stream, Seq: meta.Sequence.Stream,
+		Consumer: meta.Consumer, Delivered: meta.NumDelivered, Reason: reason,
+	})
+	if err != nil {
+		w.failures.Add(1)
+		w.log.Warn().Err(err).Str("subject", m.Subject()).Msg("dead letter not written; will retry")
+		_ = m.NakWithDelay(backoff(meta.NumDelivered))
+		return
+	}
+	w.rejected.Add(1)
+	w.log.Debug().Str("subject", m.Subject()).Str("reason", reason).Msg("dead-lettered")
+	_ = m.TermWithReason(reason)
+}
+
+func (w *Worker) runMalformed(ctx context.Context) error {
+	return w.consume(ctx, w.cfg.Topology.MalformedConsumer(), func(batch []jetstream.Msg) {
+		for _, m := range batch {
+			w.messages.Add(1)
+			meta, err := m.Metadata()
+			if err != nil {
+				_ = m.Term()
+				continue
+			}
+			w.deadLetterUnparsed(m, meta, fmt.Sprintf("subject %q is not memory.turns.<tenant>.<session> (tokens [A-Za-z0-9_-]{1,64})", m.Subject()))
+		}
+	})
+}
+
+// backoff is the redelivery delay after a transient failure on the n-th delivery.
+func backoff(n uint64) time.Duration {
+	d := 250 * time.Millisecond
+	for i := uint64(1); i < n && d < 30*time.Second; i++ {
+		d *= 2
+	}
+	return min(d, 30*time.Second)
+}

@@ -1,0 +1,105 @@
+// Package retrieve is the retriever: a NATS micro service (agentmem-retriever, endpoint
+// "retrieve" on memory.retrieve.*) that answers "what do I remember about X?" for an agent.
+//
+// A request names a tenant (from the subject, never from the body), a query and the sources to
+// search. Each candidate entry gets a score
+//
+//	score = relevance × decay × weight
+//
+// where relevance is the keyword relevance of the query in the entry (BM25 over CJK-aware terms,
+// normalised so that 1.0 means every query term at saturation; see internal/search), decay is
+// the entry's time decay at the request's "at" (by default linear from 1.0 to 0.5 over the first
+// 24 hours, then 0.5, configurable per entry type; its floor keeps age from swamping relevance)
+// and weight is the source weight (short 1.0, archive 1.0, long 1.2). Entries with no keyword
+// relevance are left out. The context is the top entries, best first, that fit in
+// context_tokens.
+//
+// The short source is the session's short-term memory as ingest committed it (internal/session),
+// including the pending entries and the turns a pending compression names until their summary
+// replaces them. Sessions are cached and refreshed from their header's revision on every
+// request, so a reply reflects every turn ingest has committed.
+package retrieve
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentmem/agentmem/pkg/events"
+	"github.com/agentmem/agentmem/pkg/memory"
+)
+
+// ServiceName is the micro service name the retriever registers.
+const ServiceName = "agentmem-retriever"
+
+// Version is the version the service reports.
+const Version = "0.1.0"
+
+// Config configures the retriever.
+type Config struct {
+	// Topology names the streams and buckets.
+	Topology events.Topology
+	// Tokenizer counts context tokens: "estimate" (default) or "o200k".
+	Tokenizer string
+	// Decay is the time decay of every entry type without its own (default: linear 24h to 0.5).
+	Decay memory.Decay
+	// DecayByType overrides the decay per entry type.
+	DecayByType map[memory.Type]memory.Decay
+	// CachedSessions bounds the sessions kept in memory (default 4,096).
+	CachedSessions int
+	// Concurrency bounds the requests handled at once (default 64).
+	Concurrency int
+	// Now is the clock used when a request has no "at" (default time.Now).
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.Topology.Prefix == "" {
+		c.Topology = events.DefaultTopology()
+	}
+	if c.Tokenizer == "" {
+		c.Tokenizer = "estimate"
+	}
+	if c.Decay.Kind == "" {
+		c.Decay = memory.DefaultDecay()
+	}
+	if c.CachedSessions == 0 {
+		c.CachedSessions = 4096
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = 64
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Validate names the first field that cannot work.
+func (c Config) Validate() error {
+	if err := c.Topology.Validate(); err != nil {
+		return err
+	}
+	if _, err := memory.NewCounter(c.Tokenizer); err != nil {
+		return fmt.Errorf("retrieve: tokenizer: %w", err)
+	}
+	if err := c.Decay.Validate(); err != nil {
+		return fmt.Errorf("retrieve: decay: %w", err)
+	}
+	for t, d := range c.DecayByType {
+		if err := d.Validate(); err != nil {
+			return fmt.Errorf("retrieve: decay of %s: %w", t, err)
+		}
+	}
+	if c.CachedSessions < 1 || c.Concurrency < 1 {
+		return errors.New("retrieve: cached sessions and concurrency must be positive")
+	}
+	return nil
+}
+
+func (c Config) decay(t memory.Type) memory.Decay {
+	if d, ok := c.DecayByType[t]; ok {
+		return d
+	}
+	return c.Decay
+}

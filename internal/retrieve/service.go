@@ -1,0 +1,317 @@
+package retrieve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+	"github.com/rs/zerolog"
+
+	"github.com/agentmem/agentmem/internal/archive"
+	"github.com/agentmem/agentmem/internal/session"
+	"github.com/agentmem/agentmem/pkg/events"
+	"github.com/agentmem/agentmem/pkg/memory"
+)
+
+// Error is a failed request: a NATS service error code and what is wrong.
+type Error struct {
+	Code    int
+	Field   string
+	Message string
+}
+
+func (e *Error) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("%d %s: %s", e.Code, e.Field, e.Message)
+	}
+	return fmt.Sprintf("%d %s", e.Code, e.Message)
+}
+
+// Service is the retriever.
+type Service struct {
+	cfg     Config
+	nc      *nats.Conn
+	store   *session.Store
+	reader  *archive.Reader
+	views   *viewCache
+	counter memory.Counter
+	log     zerolog.Logger
+	sem     chan struct{}
+}
+
+// New returns a retriever. The topology must exist (events.Topology.Ensure).
+func New(ctx context.Context, cfg Config, nc *nats.Conn, js jetstream.JetStream, log zerolog.Logger) (*Service, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	counter, err := memory.NewCounter(cfg.Tokenizer)
+	if err != nil {
+		return nil, err
+	}
+	store, err := session.NewStore(ctx, js, cfg.Topology)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{
+		cfg:     cfg,
+		nc:      nc,
+		store:   store,
+		reader:  archive.NewReader(js, cfg.Topology.TurnsStream()),
+		views:   newViewCache(cfg.CachedSessions),
+		counter: counter,
+		log:     log.With().Str("component", "retriever").Logger(),
+		sem:     make(chan struct{}, cfg.Concurrency),
+	}, nil
+}
+
+// Run registers the micro service and serves until ctx is cancelled; then it stops the service
+// (draining its subscriptions) and waits for the requests in flight.
+func (s *Service) Run(ctx context.Context) error {
+	svc, err := micro.AddService(s.nc, micro.Config{
+		Name:        ServiceName,
+		Version:     Version,
+		Description: "agentmem retrieval: hybrid search over short-term, long-term and archived memory",
+	})
+	if err != nil {
+		return fmt.Errorf("registering %s: %w", ServiceName, err)
+	}
+	err = svc.AddEndpoint("retrieve", micro.HandlerFunc(func(req micro.Request) {
+		s.sem <- struct{}{}
+		go func() {
+			defer func() { <-s.sem }()
+			s.handle(ctx, req)
+		}()
+	}), micro.WithEndpointSubject("memory.retrieve.*"))
+	if err != nil {
+		_ = svc.Stop()
+		return fmt.Errorf("adding endpoint retrieve: %w", err)
+	}
+	s.log.Info().Str("service", ServiceName).Msg("retriever started")
+	<-ctx.Done()
+	err = svc.Stop()
+	for range cap(s.sem) {
+		s.sem <- struct{}{}
+	}
+	s.log.Info().Msg("retriever stopped")
+	return err
+}
+
+func (s *Service) handle(ctx context.Context, req micro.Request) {
+	reply, rerr := s.serve(ctx, req.Subject(), req.Data())
+	if rerr != nil {
+		body, _ := json.Marshal(events.ErrorBody{Error: events.ErrorDetail{Code: rerr.Code, Field: rerr.Field, Message: rerr.Message}})
+		desc := rerr.Message
+		if rerr.Field != "" {
+			desc = rerr.Field + ": " + rerr.Message
+		}
+		if err := req.Error(strconv.Itoa(rerr.Code), headerSafe(desc), body); err != nil {
+			s.log.Debug().Err(err).Msg("responding with an error")
+		}
+		return
+	}
+	if err := req.RespondJSON(reply); err != nil {
+		s.log.Debug().Err(err).Msg("responding")
+	}
+}
+
+func (s *Service) serve(ctx context.Context, subject string, body []byte) (events.RetrieveReply, *Error) {
+	tenant, err := events.ParseTenantSubject("memory.retrieve", subject)
+	if err != nil {
+		return events.RetrieveReply{}, &Error{Code: 400, Field: "subject", Message: err.Error()}
+	}
+	req, err := events.ParseRetrieveRequest(body)
+	if err != nil {
+		var fe *events.FieldError
+		if errors.As(err, &fe) {
+			return events.RetrieveReply{}, &Error{Code: 400, Field: fe.Field, Message: fe.Message}
+		}
+		return events.RetrieveReply{}, &Error{Code: 400, Message: err.Error()}
+	}
+	return s.Retrieve(ctx, tenant, req)
+}
+
+// candidate is an entry that may answer the query.
+type candidate struct {
+	entry   memory.Entry
+	source  string
+	session string
+	keyword float64
+}
+
+// Retrieve answers one request of tenant. The request must be valid (events.ParseRetrieveRequest).
+func (s *Service) Retrieve(ctx context.Context, tenant string, req events.RetrieveRequest) (events.RetrieveReply, *Error) {
+	now := s.cfg.Now()
+	at := now
+	if req.At != nil {
+		at = *req.At
+	}
+	reply := events.RetrieveReply{Entries: []events.RetrievedEntry{}}
+
+	var sv *view
+	user := req.User
+	if req.Session != "" {
+		key := session.Key{Tenant: tenant, Session: req.Session}
+		sv = s.views.get(key)
+		exists, rerr := s.refreshView(ctx, sv, req)
+		if rerr != nil {
+			return reply, rerr
+		}
+		if !exists {
+			sv = nil
+		} else if owner := sv.state.Header.User; owner != "" {
+			if user != "" && user != owner {
+				// The session belongs to someone else: nothing of it is this user's memory.
+				sv = nil
+			} else {
+				user = owner
+			}
+		}
+	}
+	sources := req.Sources
+	if len(sources) == 0 {
+		if req.Session != "" {
+			sources = append(sources, memory.SourceShort)
+		}
+		if user != "" {
+			sources = append(sources, memory.SourceLong)
+		}
+	}
+	types := map[memory.Type]bool{}
+	for _, t := range req.Types {
+		types[memory.Type(t)] = true
+	}
+
+	var cands []candidate
+	for _, src := range sources {
+		switch src {
+		case memory.SourceShort:
+			if sv != nil {
+				cands = append(cands, s.shortCandidates(sv, req.Query, req.Session)...)
+			}
+		case memory.SourceLong, memory.SourceArchive:
+			// Long-term memory and the archive are served by later versions of the retriever.
+		}
+	}
+
+	seen := map[string]bool{}
+	for _, c := range cands {
+		e := c.entry
+		if seen[e.ID] || c.keyword <= 0 || e.Timestamp.After(at) {
+			continue
+		}
+		if len(types) > 0 && !types[e.Type] {
+			continue
+		}
+		seen[e.ID] = true
+		decay := s.cfg.decay(e.Type).Factor(at.Sub(e.Timestamp))
+		weight := memory.SourceWeight(c.source)
+		reply.Entries = append(reply.Entries, events.RetrievedEntry{
+			ID: e.ID, Type: string(e.Type), Content: e.Content, Timestamp: e.Timestamp.UTC(),
+			Source: c.source, Session: c.session, Score: round(c.keyword * decay * weight),
+			Scores:     events.Scores{Keyword: round(c.keyword), Decay: round(decay), Weight: weight},
+			Provenance: e.Provenance, Metadata: e.Metadata,
+		})
+	}
+	slices.SortStableFunc(reply.Entries, func(a, b events.RetrievedEntry) int {
+		switch {
+		case a.Score > b.Score:
+			return -1
+		case a.Score < b.Score:
+			return 1
+		case a.Timestamp.After(b.Timestamp):
+			return -1
+		case a.Timestamp.Before(b.Timestamp):
+			return 1
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	if limit := req.LimitOrDefault(); len(reply.Entries) > limit {
+		reply.Entries = reply.Entries[:limit]
+	}
+	reply.Context, reply.ContextTokens = buildContext(reply.Entries, req.ContextTokensOrDefault(), s.counter)
+	return reply, nil
+}
+
+// refreshView brings a session view up to date and, for a read-your-writes request, waits until
+// the turn "after" is applied.
+func (s *Service) refreshView(ctx context.Context, v *view, req events.RetrieveRequest) (bool, *Error) {
+	var watcher jetstream.KeyWatcher
+	var deadline time.Time
+	if req.After != "" {
+		deadline = time.Now().Add(time.Duration(req.WaitMS) * time.Millisecond)
+		if req.WaitMS > 0 {
+			wctx, cancel := context.WithDeadline(ctx, deadline)
+			defer cancel()
+			w, err := s.store.WatchHeader(wctx, v.state.Key)
+			if err != nil {
+				return false, &Error{Code: 500, Message: err.Error()}
+			}
+			defer func() { _ = w.Stop() }()
+			watcher = w
+		}
+	}
+	for {
+		v.mu.Lock()
+		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		exists, err := v.refresh(rctx, s.store, s.reader)
+		cancel()
+		applied := req.After == "" || v.state.Seen(req.After)
+		v.mu.Unlock()
+		if err != nil {
+			return false, &Error{Code: 500, Message: "reading session: " + err.Error()}
+		}
+		if applied {
+			return exists, nil
+		}
+		if watcher == nil || !time.Now().Before(deadline) {
+			return false, &Error{Code: 503, Field: "after", Message: fmt.Sprintf("turn %q of session %q is not applied yet (waited %d ms)", req.After, req.Session, req.WaitMS)}
+		}
+		timer := time.NewTimer(time.Until(deadline))
+		select {
+		case <-watcher.Updates():
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		timer.Stop()
+	}
+}
+
+func (s *Service) shortCandidates(v *view, query, sessionID string) []candidate {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	scores := v.index.Score(query)
+	out := make([]candidate, 0, len(scores))
+	for _, e := range v.entries {
+		if k := scores[e.ID]; k > 0 {
+			out = append(out, candidate{entry: e, source: memory.SourceShort, session: sessionID, keyword: k})
+		}
+	}
+	return out
+}
+
+func round(f float64) float64 {
+	return float64(int64(f*1e6+0.5)) / 1e6
+}
+
+// headerSafe keeps a description usable as a header value.
+func headerSafe(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c < 0x20 || c == 0x7f {
+			b[i] = ' '
+		}
+	}
+	if len(b) > 1024 {
+		b = b[:1024]
+	}
+	return string(b)
+}

@@ -1,0 +1,91 @@
+package search
+
+import "testing"
+
+func TestStem(t *testing.T) {
+	tests := []struct{ word, want string }{
+		// plurals
+		{"languages", "language"},
+		{"cats", "cat"},
+		{"classes", "class"},
+		{"stories", "story"},
+		{"ties", "tie"},
+		{"boxes", "box"},
+		{"matches", "match"},
+		{"dishes", "dish"},
+		{"sizes", "size"},
+		{"movies", "movie"},
+		// not plurals
+		{"class", "class"},
+		{"status", "status"},
+		{"analysis", "analysis"},
+		{"news", "news"},
+		{"series", "series"},
+		{"bus", "bus"},
+		// -ing and -ed
+		{"coding", "code"},
+		{"coded", "code"},
+		{"writing", "write"},
+		{"programming", "program"},
+		{"programmed", "program"},
+		{"liked", "like"},
+		{"liking", "like"},
+		{"running", "run"},
+		{"falling", "fall"},
+		{"missed", "miss"},
+		{"reading", "read"},
+		{"related", "relate"},
+		{"realized", "realize"},
+		{"studied", "study"},
+		{"studying", "study"},
+		{"tried", "try"},
+		{"playing", "play"},
+		{"meetings", "meet"},
+		{"embedding", "embed"},
+		{"embeddings", "embed"},
+		// kept
+		{"embed", "embed"},
+		{"needed", "need"},
+		{"need", "need"},
+		{"speed", "speed"},
+		{"string", "string"},
+		{"thing", "thing"},
+		{"things", "thing"},
+		{"going", "going"},
+		{"morning", "morning"},
+		{"used", "use"},
+		{"goes", "go"},
+		{"go", "go"},
+		{"favourite", "favourite"},
+		// not English letters: untouched
+		{"zq3k0x8abs", "zq3k0x8abs"},
+		{"1990s", "1990s"},
+		{"cafés", "cafés"},
+		{"straße", "straße"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.word, func(t *testing.T) {
+			if got := stem(tt.word); got != tt.want {
+				t.Errorf("stem(%q) = %q, want %q", tt.word, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestStemNeverEmpty checks that stemming never empties a word, whatever its suffixes.
+func TestStemNeverEmpty(t *testing.T) {
+	parts := []string{"", "s", "es", "ies", "ed", "ing", "ied", "eed", "sses", "ss", "us", "y", "e", "a", "bb"}
+	for _, a := range parts {
+		for _, b := range parts {
+			for _, c := range parts {
+				w := a + b + c
+				if w == "" {
+					continue
+				}
+				if got := stem(w); got == "" {
+					t.Errorf("stem(%q) is empty", w)
+				}
+			}
+		}
+	}
+}

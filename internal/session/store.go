@@ -1,0 +1,231 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+
+	"github.com/agentmem/agentmem/pkg/events"
+)
+
+// ErrConflict is returned by Commit when another writer changed the session first; the caller
+// drops its state, reloads and decides again.
+var ErrConflict = errors.New("session: header changed by another writer")
+
+// ErrNotFound is returned when a session has no stored header.
+var ErrNotFound = errors.New("session: not found")
+
+// maxChunkBytes keeps every chunk well under the KV value limit (1 MiB).
+const maxChunkBytes = 256 << 10
+
+// Store reads and writes session headers and chunks.
+type Store struct {
+	headers jetstream.KeyValue
+	chunks  jetstream.KeyValue
+	now     func() time.Time
+}
+
+// NewStore binds to the session and chunk buckets of topo, which must exist (Topology.Ensure).
+func NewStore(ctx context.Context, js jetstream.JetStream, topo events.Topology) (*Store, error) {
+	h, err := js.KeyValue(ctx, topo.SessionBucket())
+	if err != nil {
+		return nil, fmt.Errorf("binding bucket %q: %w", topo.SessionBucket(), err)
+	}
+	c, err := js.KeyValue(ctx, topo.ChunkBucket())
+	if err != nil {
+		return nil, fmt.Errorf("binding bucket %q: %w", topo.ChunkBucket(), err)
+	}
+	return &Store{headers: h, chunks: c, now: time.Now}, nil
+}
+
+// Header reads a session's stored header and its revision; ErrNotFound when there is none.
+func (st *Store) Header(ctx context.Context, key Key) (Header, uint64, error) {
+	e, err := st.headers.Get(ctx, key.String())
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return Header{}, 0, ErrNotFound
+	}
+	if err != nil {
+		return Header{}, 0, fmt.Errorf("reading header %q: %w", key, err)
+	}
+	var h Header
+	if err := json.Unmarshal(e.Value(), &h); err != nil {
+		return Header{}, 0, fmt.Errorf("decoding header %q: %w", key, err)
+	}
+	return h, e.Revision(), nil
+}
+
+// Load reads a session: its header and every chunk of its chain, replayed in order. A session
+// that was never stored gives a fresh State with the given budget.
+func (st *Store) Load(ctx context.Context, key Key, budget int) (*State, error) {
+	s := NewState(key, budget)
+	if _, err := st.Refresh(ctx, s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Refresh brings s up to the stored header: it reads the chunks written since s.Header.Head and
+// replays them. It reports whether anything changed. s must have no uncommitted operations.
+func (st *Store) Refresh(ctx context.Context, s *State) (bool, error) {
+	if len(s.ops) > 0 {
+		return false, errors.New("session: refresh with uncommitted operations")
+	}
+	h, rev, err := st.Header(ctx, s.Key)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if rev == s.rev {
+		return false, nil
+	}
+	var chain []Chunk
+	for key := h.Head; key != "" && key != s.Header.Head; {
+		c, err := st.chunk(ctx, key)
+		if err != nil {
+			return false, err
+		}
+		chain = append(chain, c)
+		key = c.Prev
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		for _, op := range chain[i].Ops {
+			s.apply(op)
+		}
+	}
+	// The header is the source of the watermarks and pressure state; counters come from replay.
+	counters := s.Header
+	s.Header = h
+	s.Header.Kept, s.Header.Tokens = counters.Kept, counters.Tokens
+	s.Header.Pending, s.Header.PendingTokens = counters.Pending, counters.PendingTokens
+	if h.Budget > 0 && h.Budget != s.Short.Budget() {
+		s.Short.SetBudget(h.Budget)
+	}
+	s.rev = rev
+	return true, nil
+}
+
+func (st *Store) chunk(ctx context.Context, key string) (Chunk, error) {
+	e, err := st.chunks.Get(ctx, key)
+	if err != nil {
+		return Chunk{}, fmt.Errorf("reading chunk %q: %w", key, err)
+	}
+	var c Chunk
+	if err := json.Unmarshal(e.Value(), &c); err != nil {
+		return Chunk{}, fmt.Errorf("decoding chunk %q: %w", key, err)
+	}
+	return c, nil
+}
+
+// Commit writes the operations recorded since the last commit as new chunks, then the header
+// (revision-checked). It returns ErrConflict when another writer got there first; s must then be
+// discarded. Writes counts the KV writes made.
+func (st *Store) Commit(ctx context.Context, s *State) (writes int, err error) {
+	h := s.Header
+	prev, n := h.Head, h.Chunks
+	for _, part := range split(s.ops) {
+		n++
+		data, err := json.Marshal(Chunk{Prev: prev, N: n, Ops: part})
+		if err != nil {
+			return writes, fmt.Errorf("encoding chunk: %w", err)
+		}
+		key := s.Key.String() + "." + nuid.Next()
+		if _, err := st.chunks.Create(ctx, key, data); err != nil {
+			return writes, fmt.Errorf("writing chunk %q: %w", key, err)
+		}
+		writes++
+		prev = key
+	}
+	h.Head, h.Chunks = prev, n
+	h.Updated = st.now().UTC()
+	data, err := json.Marshal(h)
+	if err != nil {
+		return writes, fmt.Errorf("encoding header: %w", err)
+	}
+	var rev uint64
+	if s.rev == 0 {
+		rev, err = st.headers.Create(ctx, s.Key.String(), data)
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return writes, fmt.Errorf("%w: %s was created meanwhile", ErrConflict, s.Key)
+		}
+	} else {
+		rev, err = st.headers.Update(ctx, s.Key.String(), data, s.rev)
+		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
+			return writes, fmt.Errorf("%w: %s (expected revision %d)", ErrConflict, s.Key, s.rev)
+		}
+	}
+	if err != nil {
+		return writes, fmt.Errorf("writing header %q: %w", s.Key, err)
+	}
+	writes++
+	s.Header, s.rev, s.ops = h, rev, nil
+	return writes, nil
+}
+
+// split cuts ops into parts whose JSON stays under maxChunkBytes.
+func split(ops []Op) [][]Op {
+	if len(ops) == 0 {
+		return nil
+	}
+	var parts [][]Op
+	start, size := 0, 0
+	for i, op := range ops {
+		b, _ := json.Marshal(op)
+		if size+len(b) > maxChunkBytes && i > start {
+			parts = append(parts, ops[start:i])
+			start, size = i, 0
+		}
+		size += len(b) + 1
+	}
+	return append(parts, ops[start:])
+}
+
+// List calls fn with every stored header, in key order of the bucket's listing.
+func (st *Store) List(ctx context.Context, fn func(Header) error) error {
+	lister, err := st.headers.ListKeys(ctx)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrNoKeysFound) {
+			return nil
+		}
+		return fmt.Errorf("listing sessions: %w", err)
+	}
+	var keys []string
+	for k := range lister.Keys() {
+		keys = append(keys, k)
+	}
+	if err := lister.Stop(); err != nil {
+		return fmt.Errorf("listing sessions: %w", err)
+	}
+	for _, k := range keys {
+		e, err := st.headers.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("reading header %q: %w", k, err)
+		}
+		var h Header
+		if err := json.Unmarshal(e.Value(), &h); err != nil {
+			return fmt.Errorf("decoding header %q: %w", k, err)
+		}
+		if err := fn(h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WatchHeader returns a watcher of one session's header, for waiting on ingest progress.
+func (st *Store) WatchHeader(ctx context.Context, key Key) (jetstream.KeyWatcher, error) {
+	w, err := st.headers.Watch(ctx, key.String(), jetstream.UpdatesOnly())
+	if err != nil {
+		return nil, fmt.Errorf("watching header %q: %w", key, err)
+	}
+	return w, nil
+}

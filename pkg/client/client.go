@@ -1,0 +1,257 @@
+// Package client is what an agent written in Go imports to use agentmem: publish a conversation
+// turn, end a session, retrieve memory and the context to put into a prompt, and watch the
+// memory events of its tenant. It speaks only the v1 wire contract over NATS (subjects under the
+// agent's own tenant); the agent needs no JetStream or KV access of its own.
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmem/agentmem/pkg/events"
+)
+
+// Options configures a Client.
+type Options struct {
+	// Tenant is the agent's tenant; every subject the client uses is under it.
+	Tenant string
+	// Source is the CloudEvents source of published events ("agentmem/client").
+	Source string
+	// Timeout bounds each call whose context has no deadline (5s).
+	Timeout time.Duration
+	// Structured publishes events in structured content mode instead of binary mode.
+	Structured bool
+}
+
+// Client talks to agentmem for one tenant. It is safe for concurrent use.
+type Client struct {
+	nc   *nats.Conn
+	js   jetstream.JetStream
+	opts Options
+}
+
+// New returns a client on an open NATS connection. It fails when the tenant is not a valid token.
+func New(nc *nats.Conn, opts Options) (*Client, error) {
+	if err := events.ValidateToken("tenant", opts.Tenant); err != nil {
+		return nil, err
+	}
+	if opts.Source == "" {
+		opts.Source = "agentmem/client"
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 5 * time.Second
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	return &Client{nc: nc, js: js, opts: opts}, nil
+}
+
+// Turn is one conversation turn to remember.
+type Turn struct {
+	// ID identifies the turn within its session; a random UUID when empty. Publishing the same id
+	// again stores and applies it once.
+	ID       string
+	Session  string
+	User     string
+	Role     string // user, assistant, system or tool
+	Content  string
+	Tool     string // tool name, for role tool
+	Metadata map[string]any
+	// Time is when the turn happened (default: now).
+	Time time.Time
+}
+
+// Ack confirms that agentmem stored an event.
+type Ack struct {
+	ID        string
+	Stream    string
+	Sequence  uint64
+	Duplicate bool // the event was stored before: this publish added nothing
+}
+
+// Publish stores a turn. It returns once JetStream has stored it; applying it to memory happens
+// after (use Retrieve with After to wait for that). It fails on invalid input before sending.
+func (c *Client) Publish(ctx context.Context, t Turn) (Ack, error) {
+	if t.ID == "" {
+		t.ID = uuid.NewString()
+	}
+	if t.Time.IsZero() {
+		t.Time = time.Now()
+	}
+	body := events.Turn{Role: t.Role, Content: t.Content, User: t.User, Tool: t.Tool, Metadata: t.Metadata}
+	if err := body.Validate(); err != nil {
+		return Ack{}, err
+	}
+	return c.publish(ctx, t.Session, t.ID, events.TypeTurn, t.Time, body)
+}
+
+// EndSession records that a session ended, so that its facts are extracted. A turn published
+// after it reopens the session.
+func (c *Client) EndSession(ctx context.Context, session, user string) (Ack, error) {
+	return c.publish(ctx, session, uuid.NewString(), events.TypeSessionEnded, time.Now(), events.SessionEnded{User: user})
+}
+
+func (c *Client) publish(ctx context.Context, session, id, typ string, at time.Time, data any) (Ack, error) {
+	subject, err := events.TurnSubject(c.opts.Tenant, session)
+	if err != nil {
+		return Ack{}, err
+	}
+	ev, err := events.NewEvent(id, typ, c.opts.Source, at, data)
+	if err != nil {
+		return Ack{}, err
+	}
+	ev.SetSubject(session)
+	var msg *nats.Msg
+	if c.opts.Structured {
+		msg, err = events.StructuredMsg(subject, ev)
+	} else {
+		msg, err = events.BinaryMsg(subject, ev)
+	}
+	if err != nil {
+		return Ack{}, err
+	}
+	msg.Header.Set(events.HeaderMsgID, events.MsgID(c.opts.Tenant, session, id))
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	pa, err := c.js.PublishMsg(ctx, msg)
+	if err != nil {
+		return Ack{}, fmt.Errorf("publishing to %s: %w", subject, err)
+	}
+	return Ack{ID: id, Stream: pa.Stream, Sequence: pa.Sequence, Duplicate: pa.Duplicate}, nil
+}
+
+// ServiceError is an error reply of an agentmem service.
+type ServiceError struct {
+	Code    int
+	Field   string
+	Message string
+}
+
+func (e *ServiceError) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("agentmem: %d %s: %s", e.Code, e.Field, e.Message)
+	}
+	return fmt.Sprintf("agentmem: %d %s", e.Code, e.Message)
+}
+
+// Retrieve asks the retriever. Service errors come back as *ServiceError (400 for a bad
+// request, 503 when After was not applied within WaitMS, …).
+func (c *Client) Retrieve(ctx context.Context, req events.RetrieveRequest) (events.RetrieveReply, error) {
+	var reply events.RetrieveReply
+	subject, err := events.RetrieveSubject(c.opts.Tenant)
+	if err != nil {
+		return reply, err
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return reply, fmt.Errorf("encoding request: %w", err)
+	}
+	if req.WaitMS > 0 {
+		if _, ok := ctx.Deadline(); !ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, c.opts.Timeout+time.Duration(req.WaitMS)*time.Millisecond)
+			defer cancel()
+		}
+	}
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	msg, err := c.nc.RequestWithContext(ctx, subject, body)
+	if err != nil {
+		return reply, fmt.Errorf("requesting %s: %w", subject, err)
+	}
+	if code := msg.Header.Get("Nats-Service-Error-Code"); code != "" {
+		se := &ServiceError{Message: msg.Header.Get("Nats-Service-Error")}
+		se.Code, _ = strconv.Atoi(code)
+		var eb events.ErrorBody
+		if json.Unmarshal(msg.Data, &eb) == nil && eb.Error.Message != "" {
+			se.Field, se.Message = eb.Error.Field, eb.Error.Message
+		}
+		return reply, se
+	}
+	if err := json.Unmarshal(msg.Data, &reply); err != nil {
+		return reply, fmt.Errorf("decoding reply: %w", err)
+	}
+	return reply, nil
+}
+
+// Context returns the text to put into a prompt for query: the top memory entries that fit
+// in tokens (the retriever's default of 2,000 when tokens is 0).
+func (c *Client) Context(ctx context.Context, query, session, user string, tokens int) (string, error) {
+	req := events.RetrieveRequest{Query: query, Session: session, User: user}
+	if tokens > 0 {
+		req.ContextTokens = &tokens
+	}
+	reply, err := c.Retrieve(ctx, req)
+	if err != nil {
+		return "", err
+	}
+	return reply.Context, nil
+}
+
+// Event is a memory event of the client's tenant: a pressure, summary or fact event.
+type Event struct {
+	Subject string
+	Event   event.Event
+}
+
+// Watch calls fn with every pressure, summary and fact event of the tenant until the returned
+// stop function is called. fn runs on one goroutine, in arrival order.
+func (c *Client) Watch(fn func(Event)) (stop func() error, err error) {
+	var subs []*nats.Subscription
+	stop = func() error {
+		var errs []error
+		for _, s := range subs {
+			errs = append(errs, s.Unsubscribe())
+		}
+		return errors.Join(errs...)
+	}
+	ch := make(chan *nats.Msg, 1024)
+	for _, root := range []string{"memory.pressure.", "memory.summaries.", "memory.facts."} {
+		s, err := c.nc.ChanSubscribe(root+c.opts.Tenant+".>", ch)
+		if err != nil {
+			_ = stop()
+			return nil, fmt.Errorf("subscribing to %s: %w", root, err)
+		}
+		subs = append(subs, s)
+	}
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case m := <-ch:
+				if ev, err := events.Decode(m); err == nil {
+					fn(Event{Subject: m.Subject, Event: ev})
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	inner := stop
+	var once sync.Once
+	stop = func() error {
+		err := inner()
+		once.Do(func() { close(done) })
+		return err
+	}
+	return stop, nil
+}
+
+func (c *Client) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, c.opts.Timeout)
+}

@@ -1,0 +1,306 @@
+package events
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Sources a retrieve request can search.
+const (
+	// SourceShort is the session's short-term memory (needs a session).
+	SourceShort = "short"
+	// SourceLong is the user's live facts and summaries (needs a user, or a
+	// session whose user is known).
+	SourceLong = "long"
+	// SourceArchive is every turn the user published (same key as long).
+	SourceArchive = "archive"
+)
+
+// Retrieve limits and defaults.
+const (
+	// DefaultRetrieveLimit is the number of entries returned when a request
+	// sets no limit.
+	DefaultRetrieveLimit = 10
+	// MaxRetrieveLimit is the largest limit a request may set.
+	MaxRetrieveLimit = 200
+	// DefaultContextTokens is the context budget when a request sets none.
+	DefaultContextTokens = 2000
+	// MaxWaitMS is the longest read-your-writes wait a request may ask for.
+	MaxWaitMS = 60000
+)
+
+// retrieveEntryTypes are the memory entry types a request may filter on.
+var retrieveEntryTypes = []string{"FACT", "SUMMARY", "CONVERSATION", "TOOL_RESULT"}
+
+// RetrieveRequest is the body of a request on memory.retrieve.<tenant>.
+type RetrieveRequest struct {
+	// Query is required and must not be blank.
+	Query   string `json:"query"`
+	Session string `json:"session,omitempty"`
+	User    string `json:"user,omitempty"`
+	// Limit is 1-200 (default 10).
+	Limit *int `json:"limit,omitempty"`
+	// Sources are short, long and archive; the default is short when a
+	// session is given, plus long when the user is known.
+	Sources []string `json:"sources,omitempty"`
+	// Types filter by entry type: FACT, SUMMARY, CONVERSATION, TOOL_RESULT.
+	Types []string `json:"types,omitempty"`
+	// At is the "now" of the query (default: the clock).
+	At *time.Time `json:"at,omitempty"`
+	// ContextTokens bounds the context text (default 2000; 0: no context).
+	ContextTokens *int `json:"context_tokens,omitempty"`
+	// After is a turn id of the session that must be applied before the
+	// reply, waiting up to WaitMS milliseconds.
+	After  string `json:"after,omitempty"`
+	WaitMS int    `json:"wait_ms,omitempty"`
+}
+
+// ParseRetrieveRequest decodes and validates a retrieve request body.
+// Malformed JSON gives a *FieldError for "body"; a value of the wrong type a
+// *FieldError naming its field; then Validate applies. Every error wraps
+// ErrInvalid.
+func ParseRetrieveRequest(body []byte) (RetrieveRequest, error) {
+	// At is decoded apart so that a bad time names its field.
+	var wire struct {
+		RetrieveRequest
+		At json.RawMessage `json:"at,omitempty"`
+	}
+	if err := decodeBody(body, &wire); err != nil {
+		var fe *FieldError
+		if errors.As(err, &fe) {
+			fe.Field = strings.TrimPrefix(fe.Field, "RetrieveRequest.")
+		}
+		return RetrieveRequest{}, err
+	}
+	r := wire.RetrieveRequest
+	if len(wire.At) > 0 && string(wire.At) != "null" {
+		var s string
+		if err := json.Unmarshal(wire.At, &s); err != nil {
+			return RetrieveRequest{}, &FieldError{Field: "at", Message: "must be an RFC 3339 time string"}
+		}
+		at, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return RetrieveRequest{}, fieldErrorValue("at", s, "not RFC 3339")
+		}
+		r.At = &at
+	}
+	if err := r.Validate(); err != nil {
+		return RetrieveRequest{}, err
+	}
+	return r, nil
+}
+
+// decodeBody decodes a JSON request body into v, naming the field of a type
+// error, or "body".
+func decodeBody(body []byte, v any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return &FieldError{Field: "body", Message: "must be a JSON object"}
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return jsonError(err, "body")
+	}
+	return nil
+}
+
+// Validate checks a retrieve request and returns nil or a *FieldError naming
+// the first bad field: query (required, not blank), limit (1-200),
+// context_tokens (not negative), session and user (valid tokens when set),
+// sources (short, long or archive, each once; short needs a session, long
+// and archive a user or a session), types (FACT, SUMMARY, CONVERSATION,
+// TOOL_RESULT), after (needs a session) and wait_ms (0-60000, needs after).
+func (r RetrieveRequest) Validate() error {
+	if strings.TrimSpace(r.Query) == "" {
+		return &FieldError{Field: "query", Message: "is required and must not be blank"}
+	}
+	if r.Limit != nil && (*r.Limit < 1 || *r.Limit > MaxRetrieveLimit) {
+		return &FieldError{Field: "limit", Message: fmt.Sprintf("must be within 1-%d, got %d", MaxRetrieveLimit, *r.Limit)}
+	}
+	if r.ContextTokens != nil && *r.ContextTokens < 0 {
+		return &FieldError{Field: "context_tokens", Message: fmt.Sprintf("must not be negative, got %d", *r.ContextTokens)}
+	}
+	if r.Session != "" {
+		if err := ValidateToken("session", r.Session); err != nil {
+			return err
+		}
+	}
+	if r.User != "" {
+		if err := ValidateToken("user", r.User); err != nil {
+			return err
+		}
+	}
+	seen := make(map[string]bool, len(r.Sources))
+	for _, s := range r.Sources {
+		switch s {
+		case SourceShort:
+			if r.Session == "" {
+				return &FieldError{Field: "sources", Message: `"short" needs session`}
+			}
+		case SourceLong, SourceArchive:
+			if r.User == "" && r.Session == "" {
+				return &FieldError{Field: "sources", Message: fmt.Sprintf("%q needs user or session", s)}
+			}
+		default:
+			return fieldErrorValue("sources", s, "unknown source, want short, long or archive")
+		}
+		if seen[s] {
+			return fieldErrorValue("sources", s, "named more than once")
+		}
+		seen[s] = true
+	}
+	for _, t := range r.Types {
+		known := false
+		for _, k := range retrieveEntryTypes {
+			known = known || t == k
+		}
+		if !known {
+			return fieldErrorValue("types", t, "unknown type, want FACT, SUMMARY, CONVERSATION or TOOL_RESULT")
+		}
+	}
+	if r.After != "" && r.Session == "" {
+		return &FieldError{Field: "after", Message: "needs session"}
+	}
+	if r.WaitMS < 0 || r.WaitMS > MaxWaitMS {
+		return &FieldError{Field: "wait_ms", Message: fmt.Sprintf("must be within 0-%d, got %d", MaxWaitMS, r.WaitMS)}
+	}
+	if r.WaitMS > 0 && r.After == "" {
+		return &FieldError{Field: "wait_ms", Message: "needs after"}
+	}
+	return nil
+}
+
+// LimitOrDefault returns the request's limit, or 10 when it sets none.
+func (r RetrieveRequest) LimitOrDefault() int {
+	if r.Limit == nil {
+		return DefaultRetrieveLimit
+	}
+	return *r.Limit
+}
+
+// ContextTokensOrDefault returns the request's context budget, or 2000 when
+// it sets none.
+func (r RetrieveRequest) ContextTokensOrDefault() int {
+	if r.ContextTokens == nil {
+		return DefaultContextTokens
+	}
+	return *r.ContextTokens
+}
+
+// Scores are the parts of a retrieved entry's score.
+type Scores struct {
+	Keyword float64 `json:"keyword"`
+	// Vector is absent when no embedder is in use.
+	Vector *float64 `json:"vector,omitempty"`
+	Decay  float64  `json:"decay"`
+	Weight float64  `json:"weight"`
+}
+
+// RetrievedEntry is one entry of a retrieve reply.
+type RetrievedEntry struct {
+	// ID is the turn's CloudEvent id for CONVERSATION and TOOL_RESULT
+	// entries, the derived id for facts and summaries.
+	ID         string         `json:"id"`
+	Type       string         `json:"type"`
+	Content    string         `json:"content"`
+	Timestamp  time.Time      `json:"timestamp"`
+	Source     string         `json:"source"`
+	Session    string         `json:"session,omitempty"`
+	Score      float64        `json:"score"`
+	Scores     Scores         `json:"scores"`
+	Provenance []string       `json:"provenance,omitempty"`
+	Metadata   map[string]any `json:"metadata,omitempty"`
+}
+
+// RetrieveReply is the reply to a retrieve request, entries best first.
+type RetrieveReply struct {
+	// Entries is encoded as [] when empty, never null.
+	Entries []RetrievedEntry `json:"entries"`
+	// Context is the text to put into the prompt.
+	Context string `json:"context"`
+	// ContextTokens is the token count of Context.
+	ContextTokens int `json:"context_tokens"`
+}
+
+// MarshalJSON encodes the reply with "entries": [] rather than null when
+// there are none.
+func (r RetrieveReply) MarshalJSON() ([]byte, error) {
+	type plain RetrieveReply
+	if r.Entries == nil {
+		r.Entries = []RetrievedEntry{}
+	}
+	return json.Marshal(plain(r))
+}
+
+// ErrorBody is the body of an error reply on memory.retrieve.<tenant> and
+// memory.forget.<tenant>, e.g. {"error":{"code":400,"field":"limit","message":"…"}}.
+type ErrorBody struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail says what went wrong with a request.
+type ErrorDetail struct {
+	// Code is the NATS service error code: 400, 404, 429, 500 or 503.
+	Code int `json:"code"`
+	// Field names the offending request field, when there is one.
+	Field   string `json:"field,omitempty"`
+	Message string `json:"message"`
+}
+
+// NewErrorBody returns the error body for err with the given code, naming
+// the field when err wraps a *FieldError.
+func NewErrorBody(code int, err error) ErrorBody {
+	d := ErrorDetail{Code: code}
+	if err != nil {
+		d.Message = err.Error()
+		var fe *FieldError
+		if errors.As(err, &fe) {
+			d.Field = fe.Field
+		}
+	}
+	return ErrorBody{Error: d}
+}
+
+// ForgetRequest is the body of a request on memory.forget.<tenant>: forget
+// everything about a user.
+type ForgetRequest struct {
+	User string `json:"user"`
+}
+
+// ParseForgetRequest decodes and validates a forget request body; errors are
+// *FieldErrors wrapping ErrInvalid.
+func ParseForgetRequest(body []byte) (ForgetRequest, error) {
+	var r ForgetRequest
+	if err := decodeBody(body, &r); err != nil {
+		return ForgetRequest{}, err
+	}
+	if err := r.Validate(); err != nil {
+		return ForgetRequest{}, err
+	}
+	return r, nil
+}
+
+// Validate checks that the user is a valid token; it returns nil or a
+// *FieldError naming "user".
+func (r ForgetRequest) Validate() error {
+	return ValidateToken("user", r.User)
+}
+
+// ForgetReply is the reply to a forget request: how many items of each kind
+// were forgotten.
+type ForgetReply struct {
+	// Forgotten is encoded as {} when empty, never null.
+	Forgotten map[string]int `json:"forgotten"`
+}
+
+// MarshalJSON encodes the reply with "forgotten": {} rather than null when
+// nothing was forgotten.
+func (r ForgetReply) MarshalJSON() ([]byte, error) {
+	type plain ForgetReply
+	if r.Forgotten == nil {
+		r.Forgotten = map[string]int{}
+	}
+	return json.Marshal(plain(r))
+}

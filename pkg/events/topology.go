@@ -1,0 +1,256 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Subject spaces captured by agentmem's streams. Agents publish and subscribe on these; they are
+// fixed by the v1 contract and do not change with the topology's name prefix.
+const (
+	TurnsSubjects     = "memory.turns.>"
+	PressureSubjects  = "memory.pressure.>"
+	SummarySubjects   = "memory.summaries.>"
+	FactSubjects      = "memory.facts.>"
+	DeadLetterSubjects = "memory.dlq.>"
+)
+
+// Defaults of a Topology.
+const (
+	DefaultPrefix          = "AGENTMEM"
+	DefaultPartitions      = 16
+	DefaultDuplicateWindow = 10 * time.Minute
+)
+
+// Topology names and configures every stream, consumer and KV bucket agentmem uses. It is the one
+// place where they are declared; Ensure creates them idempotently. Prefix separates complete sets
+// (a replay can build its own buckets next to the live ones); the subjects of the v1 contract stay
+// the same whatever the prefix.
+type Topology struct {
+	// Prefix starts every stream, consumer and bucket name ("AGENTMEM").
+	Prefix string
+	// Partitions is the number of partitions of the turns stream (16). It is fixed once the stream
+	// exists: the stream's subject transform hashes (tenant, session) into this many partitions.
+	Partitions int
+	// Replicas is the replication factor of every stream and bucket (1; 3 on a cluster).
+	Replicas int
+	// DuplicateWindow is the turns stream's Nats-Msg-Id deduplication window (10 minutes).
+	// Ingest ignores repeated turn ids after it too.
+	DuplicateWindow time.Duration
+	// ArchiveMaxAge bounds how long turns stay in the archive (0 keeps them for ever).
+	ArchiveMaxAge time.Duration
+	// DeadLetterMaxAge bounds how long dead letters are kept (0 keeps them for ever).
+	DeadLetterMaxAge time.Duration
+	// Storage is the storage of every stream and bucket (file).
+	Storage jetstream.StorageType
+}
+
+var prefixRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+
+// DefaultTopology returns the topology memoryd uses unless told otherwise.
+func DefaultTopology() Topology {
+	return Topology{
+		Prefix:          DefaultPrefix,
+		Partitions:      DefaultPartitions,
+		Replicas:        1,
+		DuplicateWindow: DefaultDuplicateWindow,
+		Storage:         jetstream.FileStorage,
+	}
+}
+
+// Validate reports the first field of t that cannot work.
+func (t Topology) Validate() error {
+	switch {
+	case !prefixRE.MatchString(t.Prefix):
+		return fmt.Errorf("topology: prefix %q must match [A-Za-z0-9_-]{1,32}", t.Prefix)
+	case t.Partitions < 1 || t.Partitions > 1024:
+		return fmt.Errorf("topology: partitions %d must be within 1-1024", t.Partitions)
+	case t.Replicas < 1 || t.Replicas > 5:
+		return fmt.Errorf("topology: replicas %d must be within 1-5", t.Replicas)
+	case t.DuplicateWindow <= 0:
+		return fmt.Errorf("topology: duplicate window %s must be positive", t.DuplicateWindow)
+	case t.ArchiveMaxAge < 0 || t.DeadLetterMaxAge < 0:
+		return errors.New("topology: max ages must not be negative")
+	}
+	return nil
+}
+
+// TurnsStream names the stream that captures every turn: the archive.
+func (t Topology) TurnsStream() string { return t.Prefix + "_TURNS" }
+
+// PressureStream names the stream of agentmem.pressure.v1 events.
+func (t Topology) PressureStream() string { return t.Prefix + "_PRESSURE" }
+
+// SummaryStream names the stream of agentmem.summary.v1 events.
+func (t Topology) SummaryStream() string { return t.Prefix + "_SUMMARIES" }
+
+// FactStream names the stream of agentmem.fact.v1 events.
+func (t Topology) FactStream() string { return t.Prefix + "_FACTS" }
+
+// DeadLetterStream names the stream of dead letters.
+func (t Topology) DeadLetterStream() string { return t.Prefix + "_DLQ" }
+
+// SessionBucket names the KV bucket of session headers (key "<tenant>.<session>").
+func (t Topology) SessionBucket() string { return t.Prefix + "_SESSIONS" }
+
+// ChunkBucket names the KV bucket of append-only session chunks (key "<tenant>.<session>.<nuid>").
+func (t Topology) ChunkBucket() string { return t.Prefix + "_CHUNKS" }
+
+// IngestConsumer names the durable consumer of turns partition p.
+func (t Topology) IngestConsumer(p int) string { return fmt.Sprintf("%s_ingest_p%02d", t.Prefix, p) }
+
+// MalformedConsumer names the durable consumer of turns whose subject has the wrong shape
+// (the stream stores them untransformed; ingest dead-letters them).
+func (t Topology) MalformedConsumer() string { return t.Prefix + "_ingest_malformed" }
+
+// PartitionFilter is the stored-subject filter of partition p of the turns stream.
+func (t Topology) PartitionFilter(p int) string { return fmt.Sprintf("%d.memory.turns.*.*", p) }
+
+// SessionFilter is the stored subject of one session's turns, whatever its partition.
+func SessionFilter(tenant, session string) string {
+	return "*.memory.turns." + tenant + "." + session
+}
+
+// PartitionedSubject is the stored subject of a session's turns in partition p.
+func PartitionedSubject(p int, tenant, session string) string {
+	return fmt.Sprintf("%d.memory.turns.%s.%s", p, tenant, session)
+}
+
+// TurnsStreamConfig is the archive: every turn and session end, partitioned by (tenant, session)
+// with a subject transform, "memory.turns.<t>.<s>" stored as "<p>.memory.turns.<t>.<s>". Subjects of
+// any other shape are stored as published so that ingest can dead-letter them with a reason.
+func (t Topology) TurnsStreamConfig() jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:        t.TurnsStream(),
+		Description: "agentmem turns (the archive), partitioned by tenant and session",
+		Subjects:    []string{TurnsSubjects},
+		SubjectTransform: &jetstream.SubjectTransformConfig{
+			Source:      "memory.turns.*.*",
+			Destination: fmt.Sprintf("{{partition(%d,1,2)}}.memory.turns.{{wildcard(1)}}.{{wildcard(2)}}", t.Partitions),
+		},
+		Retention:   jetstream.LimitsPolicy,
+		Discard:     jetstream.DiscardOld,
+		MaxAge:      t.ArchiveMaxAge,
+		Storage:     t.Storage,
+		Replicas:    t.Replicas,
+		Duplicates:  t.DuplicateWindow,
+		AllowDirect: true,
+	}
+}
+
+func (t Topology) eventStream(name, desc, subjects string, maxAge time.Duration) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:        name,
+		Description: desc,
+		Subjects:    []string{subjects},
+		Retention:   jetstream.LimitsPolicy,
+		MaxAge:      maxAge,
+		Storage:     t.Storage,
+		Replicas:    t.Replicas,
+		Duplicates:  t.DuplicateWindow,
+		AllowDirect: true,
+	}
+}
+
+// StreamConfigs lists every stream of the topology, the turns stream first.
+func (t Topology) StreamConfigs() []jetstream.StreamConfig {
+	return []jetstream.StreamConfig{
+		t.TurnsStreamConfig(),
+		t.eventStream(t.PressureStream(), "agentmem.pressure.v1 events", PressureSubjects, 0),
+		t.eventStream(t.SummaryStream(), "agentmem.summary.v1 events", SummarySubjects, 0),
+		t.eventStream(t.FactStream(), "agentmem.fact.v1 events", FactSubjects, 0),
+		t.eventStream(t.DeadLetterStream(), "dead letters: bad input and exhausted deliveries", DeadLetterSubjects, t.DeadLetterMaxAge),
+	}
+}
+
+// BucketConfigs lists every KV bucket of the topology.
+func (t Topology) BucketConfigs() []jetstream.KeyValueConfig {
+	return []jetstream.KeyValueConfig{
+		{
+			Bucket:      t.SessionBucket(),
+			Description: "agentmem session headers: counters, watermarks and the head chunk of each session",
+			History:     1,
+			Storage:     t.Storage,
+			Replicas:    t.Replicas,
+		},
+		{
+			Bucket:      t.ChunkBucket(),
+			Description: "agentmem append-only session chunks: the ordered decisions of ingest",
+			History:     1,
+			Storage:     t.Storage,
+			Replicas:    t.Replicas,
+			MaxValueSize: 1 << 20,
+		},
+	}
+}
+
+// IngestAckWait is how long a turn may stay unacknowledged before JetStream redelivers it.
+const IngestAckWait = 60 * time.Second
+
+// IngestMaxAckPending bounds the turns one partition has in flight.
+const IngestMaxAckPending = 1024
+
+// IngestConsumerConfig is the durable consumer of turns partition p. Deliveries are unlimited:
+// a turn that cannot be applied for a transient reason stalls its session instead of being
+// skipped; bad input is terminated and dead-lettered by ingest itself.
+func (t Topology) IngestConsumerConfig(p int) jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       t.IngestConsumer(p),
+		Description:   fmt.Sprintf("agentmem ingest, turns partition %d", p),
+		FilterSubject: t.PartitionFilter(p),
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       IngestAckWait,
+		MaxDeliver:    -1,
+		MaxAckPending: IngestMaxAckPending,
+	}
+}
+
+// MalformedConsumerConfig is the durable consumer of turns published on a subject of the wrong
+// shape (they are never partitioned).
+func (t Topology) MalformedConsumerConfig() jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       t.MalformedConsumer(),
+		Description:   "agentmem ingest: turns on malformed subjects, dead-lettered",
+		FilterSubject: TurnsSubjects,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       IngestAckWait,
+		MaxDeliver:    -1,
+		MaxAckPending: IngestMaxAckPending,
+	}
+}
+
+// Ensure creates or updates every stream, bucket and ingest consumer of t. It is idempotent and
+// safe to run from several processes at once.
+func (t Topology) Ensure(ctx context.Context, js jetstream.JetStream) error {
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	for _, sc := range t.StreamConfigs() {
+		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
+			return fmt.Errorf("creating stream %q: %w", sc.Name, err)
+		}
+	}
+	for _, kc := range t.BucketConfigs() {
+		if _, err := js.CreateOrUpdateKeyValue(ctx, kc); err != nil {
+			return fmt.Errorf("creating bucket %q: %w", kc.Bucket, err)
+		}
+	}
+	for p := 0; p < t.Partitions; p++ {
+		cc := t.IngestConsumerConfig(p)
+		if _, err := js.CreateOrUpdateConsumer(ctx, t.TurnsStream(), cc); err != nil {
+			return fmt.Errorf("creating consumer %q: %w", cc.Durable, err)
+		}
+	}
+	mc := t.MalformedConsumerConfig()
+	if _, err := js.CreateOrUpdateConsumer(ctx, t.TurnsStream(), mc); err != nil {
+		return fmt.Errorf("creating consumer %q: %w", mc.Durable, err)
+	}
+	return nil
+}

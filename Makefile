@@ -1,0 +1,27 @@
+# agentmem — make run starts the all-in-one service, make test runs every test.
+GO        ?= go
+DATA      ?= ./data
+LISTEN    ?= 127.0.0.1:4222
+BENCHTIME ?= 1s
+
+.PHONY: build run test lint bench clean
+
+build: ## compile every command into ./bin
+	$(GO) build -o bin/ ./cmd/...
+
+run: build ## run memoryd: embedded NATS + every worker, data in $(DATA)
+	./bin/memoryd --listen $(LISTEN) --data $(DATA)
+
+test: ## every test, with the race detector
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+lint: ## go vet and staticcheck (package comments included)
+	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
+
+bench: ## Go benchmarks, then the end-to-end ingest load tool
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+	$(GO) run ./cmd/memctl bench-ingest --turns 20000 --sessions 20
+
+clean:
+	rm -rf bin

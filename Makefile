@@ -19,9 +19,8 @@ lint: ## go vet and staticcheck (package comments included)
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
 
-bench: ## Go benchmarks, then the end-to-end ingest load tool
+bench: ## Go benchmarks: token counting, search, ingest end to end next to raw JetStream
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
-	$(GO) run ./cmd/memctl bench-ingest --turns 20000 --sessions 20
 
 clean:
 	rm -rf bin

@@ -34,8 +34,8 @@ func TestBudgetThreshold(t *testing.T) {
 		{"exact product", 10, 0.8, 8},
 		{"rounds up", 11, 0.8, 9}, // 8.8
 		{"just above an integer rounds up", 1001, 0.5, 501},
-		{"float noise ignored", 3, 0.7, 3},   // 0.7*3 = 2.0999999999999996 -> ceil 3
-		{"float noise ignored 2", 10, 0.3, 3}, // 0.3*10 = 3.0000000000000004 -> 3, not 4
+		{"not an integer rounds up", 3, 0.7, 3}, // 0.7*3 = 2.0999999999999996 -> 3
+		{"float noise ignored", 10, 0.3, 3},     // 0.3*10 = 3.0000000000000004 -> 3, not 4
 		{"ratio 1", 196700, 1, 196700},
 		{"tiny", 1, 0.8, 1},
 	} {

@@ -121,13 +121,13 @@ type Conn struct {
 	URL, Creds, User, Password string
 }
 
-// BindConn registers --nats, --creds, --user and --password.
+// BindConn registers --nats, --creds, --nats-user and --nats-password.
 func BindConn(fs *flag.FlagSet) *Conn {
 	c := &Conn{}
 	fs.StringVar(&c.URL, "nats", nats.DefaultURL, "NATS server URL")
 	fs.StringVar(&c.Creds, "creds", "", "NATS credentials file")
-	fs.StringVar(&c.User, "user", "", "NATS user")
-	fs.StringVar(&c.Password, "password", "", "NATS password")
+	fs.StringVar(&c.User, "nats-user", "", "NATS user name")
+	fs.StringVar(&c.Password, "nats-password", "", "NATS password")
 	return c
 }
 

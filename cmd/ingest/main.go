@@ -1,0 +1,93 @@
+// Command ingest runs the ingest worker against an existing NATS server or cluster (memoryd
+// runs the same worker in-process). It creates the streams, buckets and consumers it needs if
+// they are missing.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmem/agentmem/cmd/internal/settings"
+	"github.com/agentmem/agentmem/internal/ingest"
+)
+
+func main() {
+	ctx, stop := settings.SignalContext()
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "ingest:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
+	summaryTokens := fs.Int("summary-tokens", 2000, "token cap a compression range is accounted at")
+	maxContent := fs.Int("max-content-bytes", 256<<10, "largest turn content accepted")
+	idle := fs.Duration("idle-timeout", ingest.DefaultIdleTimeout, "end a session after this long without a turn (negative: never)")
+	parts := fs.String("owned-partitions", "", "comma-separated partitions this process consumes (default: all)")
+	conn := settings.BindConn(fs)
+	budget := settings.BindBudget(fs)
+	topo := settings.BindTopology(fs)
+	logf := settings.BindLog(fs)
+	if err := settings.Parse(fs, args); err != nil {
+		return err
+	}
+	log, err := logf.Logger(os.Stderr, "ingest")
+	if err != nil {
+		return err
+	}
+	settings.Dump(log, fs)
+	owned, err := parsePartitions(*parts)
+	if err != nil {
+		return err
+	}
+	nc, err := conn.Connect("agentmem-ingest")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	t := topo.Events()
+	setup, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := t.Ensure(setup, js); err != nil {
+		return fmt.Errorf("creating streams and buckets: %w", err)
+	}
+	w, err := ingest.New(setup, ingest.Config{
+		Topology: t, Budget: budget.Memory(), Tokenizer: budget.Tokenizer, SummaryTokens: *summaryTokens,
+		MaxContentBytes: *maxContent, IdleTimeout: *idle, Partitions: owned,
+	}, js, log)
+	if err != nil {
+		return err
+	}
+	if err := w.Run(ctx); err != nil {
+		return err
+	}
+	return nc.Drain()
+}
+
+func parsePartitions(s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, p := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil {
+			return nil, fmt.Errorf("--owned-partitions: %q is not a number", p)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}

@@ -1,0 +1,71 @@
+// Command retriever runs the retriever (the agentmem-retriever micro service on
+// memory.retrieve.*) against an existing NATS server or cluster; any number may run, they share
+// a queue group.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmem/agentmem/cmd/internal/settings"
+	"github.com/agentmem/agentmem/internal/retrieve"
+	"github.com/agentmem/agentmem/pkg/memory"
+)
+
+func main() {
+	ctx, stop := settings.SignalContext()
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "retriever:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("retriever", flag.ContinueOnError)
+	decay := fs.String("decay", "linear:24h:0.5", "time decay of retrieval scores: linear:WINDOW:FLOOR, halflife:HALFLIFE:FLOOR or none")
+	conn := settings.BindConn(fs)
+	budget := settings.BindBudget(fs)
+	topo := settings.BindTopology(fs)
+	logf := settings.BindLog(fs)
+	if err := settings.Parse(fs, args); err != nil {
+		return err
+	}
+	log, err := logf.Logger(os.Stderr, "retriever")
+	if err != nil {
+		return err
+	}
+	settings.Dump(log, fs)
+	d, err := memory.ParseDecay(*decay)
+	if err != nil {
+		return fmt.Errorf("--decay: %w", err)
+	}
+	nc, err := conn.Connect("agentmem-retriever")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	t := topo.Events()
+	setup, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := t.Ensure(setup, js); err != nil {
+		return fmt.Errorf("creating streams and buckets: %w", err)
+	}
+	svc, err := retrieve.New(setup, retrieve.Config{Topology: t, Tokenizer: budget.Tokenizer, Decay: d}, nc, js, log)
+	if err != nil {
+		return err
+	}
+	if err := svc.Run(ctx); err != nil {
+		return err
+	}
+	return nc.Drain()
+}

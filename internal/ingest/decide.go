@@ -127,6 +127,7 @@ func (w *Worker) fillGap(ctx context.Context, st *session.State, stored string, 
 	w.log.Debug().Str("subject", stored).Uint64("from", next.Sequence).Uint64("to", seq-1).Msg("applying undecided earlier messages first")
 	return w.reader.Scan(ctx, stored, next.Sequence, seq-1, func(m *jetstream.RawStreamMsg) error {
 		w.messages.Add(1)
+		w.filled.Add(1)
 		w.decide(st, message{
 			subject: m.Subject, header: m.Header, data: m.Data, seq: m.Sequence, stored: m.Time,
 			consumer: it.meta.Consumer, delivered: 0, addr: it.addr,

@@ -25,6 +25,7 @@ const opTimeout = 10 * time.Second
 // Stats counts what the worker did since it started.
 type Stats struct {
 	Messages   uint64 // messages taken from the stream (including redeliveries and gap fills)
+	Filled     uint64 // undecided earlier messages read back from the stream to keep a session in order
 	Applied    uint64 // turns and session ends applied
 	Rejected   uint64 // messages dead-lettered as bad input
 	Duplicates uint64 // turn ids seen before, ignored
@@ -46,7 +47,7 @@ type Worker struct {
 	dlq     *deadletter.Writer
 	idle    *idleTracker
 
-	messages, applied, rejected, duplicates, pressures atomic.Uint64
+	messages, filled, applied, rejected, duplicates, pressures atomic.Uint64
 	commits, writes, conflicts, failures               atomic.Uint64
 }
 
@@ -80,7 +81,7 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, log zerolog.Lo
 // Stats returns the worker's counters.
 func (w *Worker) Stats() Stats {
 	return Stats{
-		Messages: w.messages.Load(), Applied: w.applied.Load(), Rejected: w.rejected.Load(),
+		Messages: w.messages.Load(), Filled: w.filled.Load(), Applied: w.applied.Load(), Rejected: w.rejected.Load(),
 		Duplicates: w.duplicates.Load(), Pressures: w.pressures.Load(), Commits: w.commits.Load(),
 		Writes: w.writes.Load(), Conflicts: w.conflicts.Load(), Failures: w.failures.Load(),
 	}
@@ -108,6 +109,9 @@ func (w *Worker) Run(ctx context.Context) error {
 // then drains the consumer and handles what was already delivered.
 func (w *Worker) consume(ctx context.Context, name string, handle func([]jetstream.Msg)) error {
 	cons, err := w.js.Consumer(ctx, w.cfg.Topology.TurnsStream(), name)
+	if ctx.Err() != nil {
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("binding consumer %q: %w", name, err)
 	}

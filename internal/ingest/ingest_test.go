@@ -93,8 +93,18 @@ func TestBadInputDeadLetteredAndNextTurnApplied(t *testing.T) {
 			m, _ := events.BinaryMsg("memory.turns."+tenant+"."+sess, ev)
 			return m
 		}, "role", "memory.dlq.acme.bad"},
-		{"bad subject token", func() *nats.Msg { m := good("b8"); m.Subject = "memory.turns.acme.b@d"; m.Header.Del(events.HeaderMsgID); return m }, "session", "memory.dlq._"},
-		{"malformed subject", func() *nats.Msg { m := good("b9"); m.Subject = "memory.turns.acme.bad.extra"; m.Header.Del(events.HeaderMsgID); return m }, "is not memory.turns.<tenant>.<session>", "memory.dlq._"},
+		{"bad subject token", func() *nats.Msg {
+			m := good("b8")
+			m.Subject = "memory.turns.acme.b@d"
+			m.Header.Del(events.HeaderMsgID)
+			return m
+		}, "session", "memory.dlq._"},
+		{"malformed subject", func() *nats.Msg {
+			m := good("b9")
+			m.Subject = "memory.turns.acme.bad.extra"
+			m.Header.Del(events.HeaderMsgID)
+			return m
+		}, "is not memory.turns.<tenant>.<session>", "memory.dlq._"},
 	}
 	subs := map[string]*nats.Subscription{}
 	for _, s := range []string{"memory.dlq.acme.bad", "memory.dlq._"} {

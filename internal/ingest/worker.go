@@ -48,7 +48,7 @@ type Worker struct {
 	idle    *idleTracker
 
 	messages, filled, applied, rejected, duplicates, pressures atomic.Uint64
-	commits, writes, conflicts, failures               atomic.Uint64
+	commits, writes, conflicts, failures                       atomic.Uint64
 }
 
 // New returns an ingest worker. The topology must exist (events.Topology.Ensure).

@@ -13,10 +13,10 @@ import (
 // Subject spaces captured by agentmem's streams. Agents publish and subscribe on these; they are
 // fixed by the v1 contract and do not change with the topology's name prefix.
 const (
-	TurnsSubjects     = "memory.turns.>"
-	PressureSubjects  = "memory.pressure.>"
-	SummarySubjects   = "memory.summaries.>"
-	FactSubjects      = "memory.facts.>"
+	TurnsSubjects      = "memory.turns.>"
+	PressureSubjects   = "memory.pressure.>"
+	SummarySubjects    = "memory.summaries.>"
+	FactSubjects       = "memory.facts.>"
 	DeadLetterSubjects = "memory.dlq.>"
 )
 
@@ -179,11 +179,11 @@ func (t Topology) BucketConfigs() []jetstream.KeyValueConfig {
 			Replicas:    t.Replicas,
 		},
 		{
-			Bucket:      t.ChunkBucket(),
-			Description: "agentmem append-only session chunks: the ordered decisions of ingest",
-			History:     1,
-			Storage:     t.Storage,
-			Replicas:    t.Replicas,
+			Bucket:       t.ChunkBucket(),
+			Description:  "agentmem append-only session chunks: the ordered decisions of ingest",
+			History:      1,
+			Storage:      t.Storage,
+			Replicas:     t.Replicas,
 			MaxValueSize: 1 << 20,
 		},
 	}

@@ -32,8 +32,8 @@ type env struct {
 func start(t *testing.T) *env {
 	t.Helper()
 	cfg := daemon.Config{
-		Broker: broker.Config{Listen: "127.0.0.1:-1", DataDir: t.TempDir()},
-		Ingest: ingest.Config{IdleTimeout: -1},
+		Broker:   broker.Config{Listen: "127.0.0.1:-1", DataDir: t.TempDir()},
+		Ingest:   ingest.Config{IdleTimeout: -1},
 		Retrieve: retrieve.Config{Now: func() time.Time { return day.Add(48 * time.Hour) }},
 	}
 	d, err := daemon.Start(context.Background(), cfg, zerolog.Nop())

@@ -33,7 +33,7 @@ func searchCommand(out io.Writer) *ffcli.Command {
 		func(ctx context.Context, args []string) error {
 			query := strings.Join(args, " ")
 			if strings.TrimSpace(query) == "" {
-				return errors.New("a query is required: memctl search [flags] QUERY...")
+				return errors.New("a query is required: memctl search [flags] QUERY")
 			}
 			req := events.RetrieveRequest{Query: query, Session: sess, User: user, Limit: &limit, ContextTokens: &ctxTokens}
 			if sources != "" {

@@ -91,6 +91,10 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Daemon, error)
 	d.ingest = in
 	runCtx, cancel := context.WithCancel(ctx)
 	d.cancel = cancel
+	if err := rt.Start(runCtx); err != nil {
+		cancel()
+		return fail(err)
+	}
 	g, gctx := errgroup.WithContext(runCtx)
 	g.Go(func() error { return in.Run(gctx) })
 	g.Go(func() error { return rt.Run(gctx) })

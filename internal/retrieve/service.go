@@ -45,6 +45,7 @@ type Service struct {
 	counter memory.Counter
 	log     zerolog.Logger
 	sem     chan struct{}
+	svc     micro.Service
 }
 
 // New returns a retriever. The topology must exist (events.Topology.Ensure).
@@ -73,9 +74,9 @@ func New(ctx context.Context, cfg Config, nc *nats.Conn, js jetstream.JetStream,
 	}, nil
 }
 
-// Run registers the micro service and serves until ctx is cancelled; then it stops the service
-// (draining its subscriptions) and waits for the requests in flight.
-func (s *Service) Run(ctx context.Context) error {
+// Start registers the micro service; requests are answered from when it returns until Run's
+// context is cancelled. ctx bounds the requests in flight.
+func (s *Service) Start(ctx context.Context) error {
 	svc, err := micro.AddService(s.nc, micro.Config{
 		Name:        ServiceName,
 		Version:     Version,
@@ -95,9 +96,26 @@ func (s *Service) Run(ctx context.Context) error {
 		_ = svc.Stop()
 		return fmt.Errorf("adding endpoint retrieve: %w", err)
 	}
+	// Make sure the server knows the subscription before anyone is told the service is up.
+	if err := s.nc.Flush(); err != nil {
+		_ = svc.Stop()
+		return fmt.Errorf("registering %s: %w", ServiceName, err)
+	}
+	s.svc = svc
 	s.log.Info().Str("service", ServiceName).Msg("retriever started")
+	return nil
+}
+
+// Run serves until ctx is cancelled (calling Start first unless it was called); then it stops
+// the service (draining its subscriptions) and waits for the requests in flight.
+func (s *Service) Run(ctx context.Context) error {
+	if s.svc == nil {
+		if err := s.Start(ctx); err != nil {
+			return err
+		}
+	}
 	<-ctx.Done()
-	err = svc.Stop()
+	err := s.svc.Stop()
 	for range cap(s.sem) {
 		s.sem <- struct{}{}
 	}

@@ -647,6 +647,9 @@ func mediaTypeOf(ct string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("not a media type: %v", err)
 	}
+	if typ, sub, ok := strings.Cut(mt, "/"); !ok || typ == "" || sub == "" {
+		return "", errors.New("not a media type: want type/subtype")
+	}
 	return mt, nil
 }
 

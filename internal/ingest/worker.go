@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +31,7 @@ type Stats struct {
 	Rejected   uint64 // messages dead-lettered as bad input
 	Duplicates uint64 // turn ids seen before, ignored
 	Pressures  uint64 // pressure events emitted
+	Summaries  uint64 // summaries applied
 	Commits    uint64 // session commits (one per session per batch)
 	Writes     uint64 // KV writes (chunks and headers)
 	Conflicts  uint64 // commits lost to another writer
@@ -47,8 +49,8 @@ type Worker struct {
 	dlq     *deadletter.Writer
 	idle    *idleTracker
 
-	messages, filled, applied, rejected, duplicates, pressures atomic.Uint64
-	commits, writes, conflicts, failures                       atomic.Uint64
+	messages, filled, applied, rejected, duplicates, pressures, summaries atomic.Uint64
+	commits, writes, conflicts, failures                                  atomic.Uint64
 }
 
 // New returns an ingest worker. The topology must exist (events.Topology.Ensure).
@@ -75,6 +77,19 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, log zerolog.Lo
 		dlq:     deadletter.NewWriter(js, cfg.DeadLetterMaxBody),
 	}
 	w.idle = newIdleTracker(w)
+	topo := cfg.Topology
+	var turns, sums []jetstream.ConsumerConfig
+	for _, p := range cfg.Partitions {
+		turns = append(turns, topo.IngestConsumerConfig(p))
+		sums = append(sums, topo.IngestSummaryConsumerConfig(p))
+	}
+	turns = append(turns, topo.MalformedConsumerConfig())
+	if err := events.EnsureConsumers(ctx, js, topo.TurnsStream(), turns...); err != nil {
+		return nil, err
+	}
+	if err := events.EnsureConsumers(ctx, js, topo.SummaryStream(), sums...); err != nil {
+		return nil, err
+	}
 	return w, nil
 }
 
@@ -82,7 +97,7 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, log zerolog.Lo
 func (w *Worker) Stats() Stats {
 	return Stats{
 		Messages: w.messages.Load(), Filled: w.filled.Load(), Applied: w.applied.Load(), Rejected: w.rejected.Load(),
-		Duplicates: w.duplicates.Load(), Pressures: w.pressures.Load(), Commits: w.commits.Load(),
+		Duplicates: w.duplicates.Load(), Pressures: w.pressures.Load(), Summaries: w.summaries.Load(), Commits: w.commits.Load(),
 		Writes: w.writes.Load(), Conflicts: w.conflicts.Load(), Failures: w.failures.Load(),
 	}
 }
@@ -105,18 +120,21 @@ func (w *Worker) Run(ctx context.Context) error {
 	return err
 }
 
-// consume runs handle over batches of messages of one durable consumer until ctx is cancelled,
-// then drains the consumer and handles what was already delivered.
-func (w *Worker) consume(ctx context.Context, name string, handle func([]jetstream.Msg)) error {
-	cons, err := w.js.Consumer(ctx, w.cfg.Topology.TurnsStream(), name)
-	if ctx.Err() != nil {
-		return nil
-	}
+// feed is one durable consumer delivering into a channel.
+type feed struct {
+	ch chan jetstream.Msg
+	cc jetstream.ConsumeContext
+}
+
+// startConsume starts delivering the messages of a durable consumer into a channel large enough
+// for everything the consumer may have in flight, so the delivery callback never blocks.
+func (w *Worker) startConsume(ctx context.Context, stream, name string) (*feed, error) {
+	cons, err := w.js.Consumer(ctx, stream, name)
 	if err != nil {
-		return fmt.Errorf("binding consumer %q: %w", name, err)
+		return nil, fmt.Errorf("binding consumer %q: %w", name, err)
 	}
-	ch := make(chan jetstream.Msg, events.IngestMaxAckPending+w.cfg.BatchSize)
-	cc, err := cons.Consume(func(m jetstream.Msg) { ch <- m },
+	f := &feed{ch: make(chan jetstream.Msg, events.IngestMaxAckPending+w.cfg.BatchSize)}
+	f.cc, err = cons.Consume(func(m jetstream.Msg) { f.ch <- m },
 		jetstream.PullMaxMessages(w.cfg.BatchSize),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			if !errors.Is(err, jetstream.ErrConsumerDeleted) {
@@ -124,43 +142,52 @@ func (w *Worker) consume(ctx context.Context, name string, handle func([]jetstre
 			}
 		}))
 	if err != nil {
-		return fmt.Errorf("consuming %q: %w", name, err)
+		return nil, fmt.Errorf("consuming %q: %w", name, err)
 	}
-	next := func(first jetstream.Msg) []jetstream.Msg {
-		batch := []jetstream.Msg{first}
-		for len(batch) < w.cfg.BatchSize {
-			select {
-			case m := <-ch:
-				batch = append(batch, m)
-			default:
-				return batch
-			}
-		}
-		return batch
-	}
-	for {
+	return f, nil
+}
+
+// next returns first and what else is waiting in ch, up to a batch.
+func (w *Worker) next(first jetstream.Msg, ch chan jetstream.Msg) []jetstream.Msg {
+	batch := []jetstream.Msg{first}
+	for len(batch) < w.cfg.BatchSize {
 		select {
 		case m := <-ch:
-			handle(next(m))
-		case <-ctx.Done():
-			cc.Drain()
-			for {
-				select {
-				case m := <-ch:
-					handle(next(m))
-				case <-cc.Closed():
-					for {
-						select {
-						case m := <-ch:
-							handle(next(m))
-						default:
-							return nil
-						}
-					}
-				}
-			}
+			batch = append(batch, m)
+		default:
+			return batch
 		}
 	}
+	return batch
+}
+
+// serve hands the batches of feeds to their handlers, one at a time, until ctx is cancelled;
+// then it drains the consumers and handles what they had already delivered.
+func (w *Worker) serve(ctx context.Context, feeds []*feed, handlers []func([]jetstream.Msg)) error {
+	cases := make([]reflect.SelectCase, len(feeds)+1)
+	for i, f := range feeds {
+		cases[i] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(f.ch)}
+	}
+	cases[len(feeds)] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())}
+	for {
+		i, v, _ := reflect.Select(cases)
+		if i == len(feeds) {
+			break
+		}
+		handlers[i](w.next(v.Interface().(jetstream.Msg), feeds[i].ch))
+	}
+	for _, f := range feeds {
+		f.cc.Drain()
+	}
+	for i, f := range feeds {
+		// The delivery callback never blocks (the channel holds everything in flight), so the
+		// drain completes; then everything it delivered is handled.
+		<-f.cc.Closed()
+		for len(f.ch) > 0 {
+			handlers[i](w.next(<-f.ch, f.ch))
+		}
+	}
+	return nil
 }
 
 // partition holds the sessions one partition goroutine owns, most recently used first.
@@ -204,10 +231,29 @@ func (p *partition) drop(k session.Key) {
 	}
 }
 
+// runPartition serves one partition: its turns and its summaries, one batch at a time, so that a
+// session has exactly one writer.
 func (w *Worker) runPartition(ctx context.Context, n int) error {
 	part := newPartition(n, max(1, w.cfg.CachedSessions))
-	return w.consume(ctx, w.cfg.Topology.IngestConsumer(n), func(batch []jetstream.Msg) {
-		w.processBatch(part, batch)
+	topo := w.cfg.Topology
+	turns, err := w.startConsume(ctx, topo.TurnsStream(), topo.IngestConsumer(n))
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	sums, err := w.startConsume(ctx, topo.SummaryStream(), topo.IngestSummaryConsumer(n))
+	if err != nil {
+		turns.cc.Stop()
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	return w.serve(ctx, []*feed{turns, sums}, []func([]jetstream.Msg){
+		func(b []jetstream.Msg) { w.processBatch(part, b) },
+		func(b []jetstream.Msg) { w.applySummaries(part, b) },
 	})
 }
 
@@ -266,7 +312,14 @@ func (w *Worker) deadLetterUnparsed(m jetstream.Msg, meta *jetstream.MsgMetadata
 }
 
 func (w *Worker) runMalformed(ctx context.Context) error {
-	return w.consume(ctx, w.cfg.Topology.MalformedConsumer(), func(batch []jetstream.Msg) {
+	f, err := w.startConsume(ctx, w.cfg.Topology.TurnsStream(), w.cfg.Topology.MalformedConsumer())
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return w.serve(ctx, []*feed{f}, []func([]jetstream.Msg){func(batch []jetstream.Msg) {
 		for _, m := range batch {
 			w.messages.Add(1)
 			meta, err := m.Metadata()
@@ -276,7 +329,7 @@ func (w *Worker) runMalformed(ctx context.Context) error {
 			}
 			w.deadLetterUnparsed(m, meta, fmt.Sprintf("subject %q is not memory.turns.<tenant>.<session> (tokens [A-Za-z0-9_-]{1,64})", m.Subject()))
 		}
-	})
+	}})
 }
 
 // backoff is the redelivery delay after a transient failure on the n-th delivery.

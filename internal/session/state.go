@@ -145,6 +145,19 @@ func (s *State) Seen(id string) bool {
 // Uncommitted reports how many operations wait for Store.Commit.
 func (s *State) Uncommitted() int { return len(s.ops) }
 
+// CoversPlaceholder reports whether a later placeholder covers the placeholder id, which still
+// waits for its text.
+func (s *State) CoversPlaceholder(id string) bool {
+	for _, parts := range s.covered {
+		for _, e := range parts {
+			if e.ID == id {
+				return e.Content == ""
+			}
+		}
+	}
+	return false
+}
+
 // Covered returns the entries a not-yet-summarised placeholder stands for (nil when the
 // placeholder is summarised or unknown).
 func (s *State) Covered(placeholderID string) []memory.Entry { return s.covered[placeholderID] }

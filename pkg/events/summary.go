@@ -32,6 +32,14 @@ type Summary struct {
 	// extractive summariser).
 	Summarizer string `json:"summarizer"`
 	Usage      Usage  `json:"usage"`
+
+	// Extensions beyond DESIGN.md, copied from the pressure event: its number and the stream
+	// sequences of the first and last turn it named.
+	Pressure int    `json:"pressure,omitempty"`
+	FirstSeq uint64 `json:"first_seq,omitempty"`
+	LastSeq  uint64 `json:"last_seq,omitempty"`
+	// Language is the summary's language ("zh" or "en").
+	Language string `json:"language,omitempty"`
 }
 
 // Validate checks that session and user are valid tokens and that the

@@ -101,6 +101,24 @@ func (t Topology) SessionBucket() string { return t.Prefix + "_SESSIONS" }
 // ChunkBucket names the KV bucket of append-only session chunks (key "<tenant>.<session>.<nuid>").
 func (t Topology) ChunkBucket() string { return t.Prefix + "_CHUNKS" }
 
+// LongTermBucket names the KV bucket of facts, summaries and session indexes (package longterm).
+func (t Topology) LongTermBucket() string { return t.Prefix + "_LONGTERM" }
+
+// IngestSummaryConsumer names the durable consumer of summaries partition p (ingest applies them).
+func (t Topology) IngestSummaryConsumer(p int) string {
+	return fmt.Sprintf("%s_ingest_summaries_p%02d", t.Prefix, p)
+}
+
+// CompressorConsumer names the durable consumer of pressure events shared by every compressor.
+func (t Topology) CompressorConsumer() string { return t.Prefix + "_compressor" }
+
+// ExtractorEndConsumer names the durable consumer of the turns stream the extractors share (they
+// act on session ends).
+func (t Topology) ExtractorEndConsumer() string { return t.Prefix + "_extractor_ends" }
+
+// ExtractorSummaryConsumer names the durable consumer of summaries the extractors share.
+func (t Topology) ExtractorSummaryConsumer() string { return t.Prefix + "_extractor_summaries" }
+
 // IngestConsumer names the durable consumer of turns partition p.
 func (t Topology) IngestConsumer(p int) string { return fmt.Sprintf("%s_ingest_p%02d", t.Prefix, p) }
 
@@ -114,6 +132,11 @@ func (t Topology) PartitionFilter(p int) string { return fmt.Sprintf("%d.memory.
 // SessionFilter is the stored subject of one session's turns, whatever its partition.
 func SessionFilter(tenant, session string) string {
 	return "*.memory.turns." + tenant + "." + session
+}
+
+// SummaryPartitionFilter is the stored-subject filter of partition p of the summaries stream.
+func (t Topology) SummaryPartitionFilter(p int) string {
+	return fmt.Sprintf("%d.memory.summaries.*.*", p)
 }
 
 // PartitionedSubject is the stored subject of a session's turns in partition p.
@@ -157,12 +180,23 @@ func (t Topology) eventStream(name, desc, subjects string, maxAge time.Duration)
 	}
 }
 
+// SummaryStreamConfig keeps agentmem.summary.v1 events, partitioned like the turns stream so that
+// the ingest process owning a session's turns applies its summaries too.
+func (t Topology) SummaryStreamConfig() jetstream.StreamConfig {
+	sc := t.eventStream(t.SummaryStream(), "agentmem.summary.v1 events, partitioned by tenant and session", SummarySubjects, 0)
+	sc.SubjectTransform = &jetstream.SubjectTransformConfig{
+		Source:      "memory.summaries.*.*",
+		Destination: fmt.Sprintf("{{partition(%d,1,2)}}.memory.summaries.{{wildcard(1)}}.{{wildcard(2)}}", t.Partitions),
+	}
+	return sc
+}
+
 // StreamConfigs lists every stream of the topology, the turns stream first.
 func (t Topology) StreamConfigs() []jetstream.StreamConfig {
 	return []jetstream.StreamConfig{
 		t.TurnsStreamConfig(),
 		t.eventStream(t.PressureStream(), "agentmem.pressure.v1 events", PressureSubjects, 0),
-		t.eventStream(t.SummaryStream(), "agentmem.summary.v1 events", SummarySubjects, 0),
+		t.SummaryStreamConfig(),
 		t.eventStream(t.FactStream(), "agentmem.fact.v1 events", FactSubjects, 0),
 		t.eventStream(t.DeadLetterStream(), "dead letters: bad input and exhausted deliveries", DeadLetterSubjects, t.DeadLetterMaxAge),
 	}
@@ -226,8 +260,75 @@ func (t Topology) MalformedConsumerConfig() jetstream.ConsumerConfig {
 	}
 }
 
-// Ensure creates or updates every stream, bucket and ingest consumer of t. It is idempotent and
-// safe to run from several processes at once.
+// IngestSummaryConsumerConfig is the durable consumer of summaries partition p.
+func (t Topology) IngestSummaryConsumerConfig(p int) jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       t.IngestSummaryConsumer(p),
+		Description:   fmt.Sprintf("agentmem ingest, summaries partition %d", p),
+		FilterSubject: t.SummaryPartitionFilter(p),
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       IngestAckWait,
+		MaxDeliver:    -1,
+		MaxAckPending: IngestMaxAckPending,
+	}
+}
+
+// WorkerMaxDeliver is how often a pressure event or an extraction trigger is tried before it is
+// dead-lettered.
+const WorkerMaxDeliver = 8
+
+// WorkerBackOff spaces the redeliveries of compressor and extractor messages.
+var WorkerBackOff = []time.Duration{2 * time.Second, 5 * time.Second, 15 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute}
+
+// CompressorConsumerConfig is the consumer of pressure events shared by every compressor.
+func (t Topology) CompressorConsumerConfig() jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       t.CompressorConsumer(),
+		Description:   "agentmem compressors: pressure events",
+		FilterSubject: PressureSubjects,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       5 * time.Minute,
+		MaxDeliver:    WorkerMaxDeliver,
+		BackOff:       WorkerBackOff,
+		MaxAckPending: 256,
+	}
+}
+
+// ExtractorEndConsumerConfig is the consumer of the turns stream the extractors share.
+func (t Topology) ExtractorEndConsumerConfig() jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       t.ExtractorEndConsumer(),
+		Description:   "agentmem extractors: session ends in the turns stream",
+		FilterSubject: "*.memory.turns.*.*",
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       5 * time.Minute,
+		MaxDeliver:    WorkerMaxDeliver,
+		BackOff:       WorkerBackOff,
+		MaxAckPending: 1024,
+	}
+}
+
+// ExtractorSummaryConsumerConfig is the consumer of summaries the extractors share.
+func (t Topology) ExtractorSummaryConsumerConfig() jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       t.ExtractorSummaryConsumer(),
+		Description:   "agentmem extractors: summaries",
+		FilterSubject: "*.memory.summaries.*.*",
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       5 * time.Minute,
+		MaxDeliver:    WorkerMaxDeliver,
+		BackOff:       WorkerBackOff,
+		MaxAckPending: 256,
+	}
+}
+
+// Ensure creates or updates every stream and bucket of t. It is idempotent and safe to run from
+// several processes at once. Consumers are created by the workers that consume them
+// (EnsureConsumers), so that no consumer exists without a worker behind it.
 func (t Topology) Ensure(ctx context.Context, js jetstream.JetStream) error {
 	if err := t.Validate(); err != nil {
 		return err
@@ -242,15 +343,15 @@ func (t Topology) Ensure(ctx context.Context, js jetstream.JetStream) error {
 			return fmt.Errorf("creating bucket %q: %w", kc.Bucket, err)
 		}
 	}
-	for p := 0; p < t.Partitions; p++ {
-		cc := t.IngestConsumerConfig(p)
-		if _, err := js.CreateOrUpdateConsumer(ctx, t.TurnsStream(), cc); err != nil {
-			return fmt.Errorf("creating consumer %q: %w", cc.Durable, err)
+	return nil
+}
+
+// EnsureConsumers creates or updates durable consumers on stream; idempotent.
+func EnsureConsumers(ctx context.Context, js jetstream.JetStream, stream string, ccs ...jetstream.ConsumerConfig) error {
+	for _, cc := range ccs {
+		if _, err := js.CreateOrUpdateConsumer(ctx, stream, cc); err != nil {
+			return fmt.Errorf("creating consumer %q on %q: %w", cc.Durable, stream, err)
 		}
-	}
-	mc := t.MalformedConsumerConfig()
-	if _, err := js.CreateOrUpdateConsumer(ctx, t.TurnsStream(), mc); err != nil {
-		return fmt.Errorf("creating consumer %q: %w", mc.Durable, err)
 	}
 	return nil
 }

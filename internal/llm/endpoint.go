@@ -1,0 +1,161 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+)
+
+// Errors of calls to an OpenAI-compatible endpoint (chat here, embeddings in package embed).
+var (
+	// ErrUnavailable is wrapped by the error of a call whose every attempt failed transiently
+	// (429, 408, 409, 5xx, timeouts, connection errors, malformed bodies). Retrying later may
+	// succeed.
+	ErrUnavailable = errors.New("llm: unavailable")
+	// ErrRejected is wrapped by the error of a call the server refused permanently (a 4xx other
+	// than 408, 409 and 429: bad key, unknown model, context too long, …) or that cannot be sent
+	// at all. Retrying the same call will fail again; it is attempted once.
+	ErrRejected = errors.New("llm: request rejected")
+	// ErrMalformed is wrapped by the error of an attempt that got a 2xx response whose body is
+	// not a valid answer (not JSON, no choices, wrong number of embeddings). Such attempts are
+	// retried like transient failures, so the error of a call whose attempts all ended this way
+	// wraps both ErrUnavailable and ErrMalformed.
+	ErrMalformed = errors.New("llm: malformed response")
+)
+
+// ParseBaseURL parses the base URL of an OpenAI-compatible API ("https://api.openai.com/v1",
+// "http://localhost:11434/v1"). It fails unless the URL is absolute with an http or https
+// scheme and a host.
+func ParseBaseURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("parsing base URL: %w", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("base URL %q: scheme must be http or https", u.Redacted())
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("base URL %q has no host", u.Redacted())
+	}
+	return u, nil
+}
+
+// RedactURL returns raw with any password in its user info replaced by "xxxxx", or
+// "<invalid URL>" when it does not parse.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "<invalid URL>"
+	}
+	return u.Redacted()
+}
+
+// MaskSecret returns what a config's String shows for a secret: `""` when it is empty and
+// "****" otherwise, never any part of it.
+func MaskSecret(secret string) string {
+	if secret == "" {
+		return `""`
+	}
+	return "****"
+}
+
+// ClientOptions returns the openai-go options for an OpenAI-compatible endpoint: its base URL,
+// the API key (sent as a bearer token; none when empty, as for Ollama), the SDK's own retries
+// disabled (RetryPolicy retries instead) and an HTTP client of its own. Services built from
+// these options alone (openai.NewChatCompletionService, openai.NewEmbeddingService) never read
+// the OPENAI_* environment variables the way openai.NewClient does.
+func ClientOptions(baseURL, apiKey string) []option.RequestOption {
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	opts := []option.RequestOption{
+		option.WithBaseURL(baseURL),
+		option.WithMaxRetries(0),
+		option.WithHTTPClient(&http.Client{Transport: transport}),
+	}
+	if apiKey != "" {
+		opts = append(opts, option.WithAPIKey(apiKey))
+	}
+	return opts
+}
+
+// Attempt makes one attempt of a call to an OpenAI-compatible endpoint for RetryPolicy.Do: it
+// runs call under a timeout of its own (unless timeout is 0), with opts that capture the HTTP
+// response, and classifies the failure. call returns the SDK's error, or an error wrapping
+// ErrMalformed for a decoded body that is not a valid answer (retried), or ErrRejected for
+// one that can never be (not retried).
+//
+// The returned error wraps ErrRejected for a permanent refusal, ErrMalformed for a 2xx with a
+// bad body, and describes timeouts and connection errors; when ctx itself ends it wraps
+// ctx.Err() and is not transient. retryAfter is the server's Retry-After (or retry-after-ms).
+func Attempt(ctx context.Context, timeout time.Duration, call func(ctx context.Context, opts ...option.RequestOption) error) (retryAfter time.Duration, transient bool, err error) {
+	actx, cancel := ctx, context.CancelFunc(func() {})
+	if timeout > 0 {
+		actx, cancel = context.WithTimeout(ctx, timeout)
+	}
+	defer cancel()
+	var resp *http.Response
+	err = call(actx, option.WithResponseInto(&resp))
+	if err == nil {
+		return 0, false, nil
+	}
+	return classify(ctx, actx, resp, err)
+}
+
+// classify sorts a failed attempt: ctx is the caller's context, actx the attempt's, resp the
+// HTTP response if one arrived.
+func classify(ctx, actx context.Context, resp *http.Response, err error) (time.Duration, bool, error) {
+	var netErr net.Error
+	switch {
+	case ctx.Err() != nil:
+		return 0, false, fmt.Errorf("%w: %w", ctx.Err(), err)
+	case errors.Is(err, ErrRejected):
+		return 0, false, err
+	case errors.Is(err, ErrMalformed):
+		return 0, true, err
+	case actx.Err() != nil:
+		// The attempt's own deadline: not the caller's, so not wrapped as a context error.
+		return 0, true, fmt.Errorf("attempt timed out: %v", err)
+	}
+	if resp != nil {
+		code := resp.StatusCode
+		switch {
+		case code >= 200 && code < 300:
+			return 0, true, fmt.Errorf("%w: %v", ErrMalformed, err)
+		case code == http.StatusRequestTimeout || code == http.StatusConflict ||
+			code == http.StatusTooManyRequests || code >= 500:
+			return retryAfter(resp.Header, time.Now()), true, fmt.Errorf("status %d: %w", code, err)
+		case code >= 400:
+			return 0, false, fmt.Errorf("%w (status %d%s): %w", ErrRejected, code, describeAPIError(err), err)
+		}
+	}
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) || errors.As(err, &netErr) {
+		return 0, true, fmt.Errorf("connection: %w", err)
+	}
+	// Neither an HTTP answer nor a transport failure: the request could not be built or
+	// sent as configured, which no retry fixes.
+	return 0, false, fmt.Errorf("%w: %w", ErrRejected, err)
+}
+
+// describeAPIError names the provider's error type, code and parameter (enumerations such as
+// "invalid_request_error" and "context_length_exceeded"), never its free-text message, which
+// may quote the request.
+func describeAPIError(err error) string {
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) {
+		return ""
+	}
+	var desc string
+	for _, kv := range [][2]string{{"type", apiErr.Type}, {"code", apiErr.Code}, {"param", apiErr.Param}} {
+		if kv[1] != "" {
+			desc += fmt.Sprintf(" %s=%q", kv[0], kv[1])
+		}
+	}
+	return desc
+}

@@ -1,0 +1,438 @@
+// Package longterm is the long-term store: the facts and summaries of each user, kept across
+// sessions in a JetStream KV bucket, and the index of each user's sessions.
+//
+// Keys (only [-/_=.a-zA-Z0-9] are allowed, so nothing is ever derived from raw text):
+//
+//	<tenant>.<user>.f.<fact id>      a fact (id derived from its normalised content)
+//	<tenant>.<user>.k.<key id>       the slot of a stable key (user.city): which fact holds it
+//	<tenant>.<user>.s.<summary id>   a summary (id derived from the turn ids it covers)
+//	<tenant>.<user>.x.<session>      the session index
+//
+// Every write decides atomically by itself: a new fact or summary is a KV create on its derived
+// key (two workers racing store it once), and a change to an existing record is a
+// revision-checked update retried on conflict, so the result never depends on which worker won:
+// the earliest timestamp is kept and provenance becomes the union.
+package longterm
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmem/agentmem/internal/archive"
+	"github.com/agentmem/agentmem/pkg/events"
+)
+
+// Fact is a durable statement about a user.
+type Fact struct {
+	ID           string         `json:"id"`
+	Tenant       string         `json:"tenant"`
+	User         string         `json:"user"`
+	Content      string         `json:"content"`
+	Category     string         `json:"category"`
+	Key          string         `json:"key,omitempty"`
+	Tokens       int            `json:"tokens"`
+	ValidFrom    time.Time      `json:"valid_from"`
+	ValidTo      *time.Time     `json:"valid_to,omitempty"`
+	SupersededBy string         `json:"superseded_by,omitempty"`
+	Provenance   []string       `json:"provenance"`
+	Sessions     []string       `json:"sessions,omitempty"`
+	Confidence   float64        `json:"confidence"`
+	Extractor    string         `json:"extractor"`
+	Metadata     map[string]any `json:"metadata,omitempty"`
+	Deleted      bool           `json:"deleted,omitempty"`
+}
+
+// Live reports whether the fact is valid now (not superseded, not deleted).
+func (f Fact) Live() bool { return f.ValidTo == nil && !f.Deleted }
+
+// LiveAt reports whether the fact was valid at t.
+func (f Fact) LiveAt(t time.Time) bool {
+	if f.Deleted || f.ValidFrom.After(t) {
+		return false
+	}
+	return f.ValidTo == nil || f.ValidTo.After(t)
+}
+
+// Event converts the fact to its wire form.
+func (f Fact) Event() events.Fact {
+	return events.Fact{
+		ID: f.ID, Content: f.Content, Category: f.Category, Key: f.Key, ValidFrom: f.ValidFrom,
+		ValidTo: f.ValidTo, SupersededBy: f.SupersededBy, Provenance: f.Provenance, Confidence: f.Confidence,
+	}
+}
+
+// Summary is a summary kept in long-term memory.
+type Summary struct {
+	ID         string         `json:"id"`
+	Tenant     string         `json:"tenant"`
+	User       string         `json:"user"`
+	Session    string         `json:"session"`
+	Content    string         `json:"content"`
+	Tokens     int            `json:"tokens"`
+	Timestamp  time.Time      `json:"timestamp"`
+	Replaces   []string       `json:"replaces"`
+	Provenance []string       `json:"provenance"`
+	Summarizer string         `json:"summarizer"`
+	Usage      events.Usage   `json:"usage"`
+	Metadata   map[string]any `json:"metadata,omitempty"`
+}
+
+// SessionRef is one entry of a user's session index.
+type SessionRef struct {
+	Session string    `json:"session"`
+	First   time.Time `json:"first"`
+	Last    time.Time `json:"last"`
+}
+
+// slot records which fact holds a stable key.
+type slot struct {
+	Key       string    `json:"key"`
+	FactID    string    `json:"fact_id"`
+	ValidFrom time.Time `json:"valid_from"`
+}
+
+// ErrNotFound is returned for a record that does not exist.
+var ErrNotFound = errors.New("longterm: not found")
+
+// maxRetries bounds revision-conflict retries of one write.
+const maxRetries = 50
+
+// Store is the long-term store of one topology.
+type Store struct {
+	kv     jetstream.KeyValue
+	js     jetstream.JetStream
+	bucket string
+}
+
+// Open binds to the long-term bucket of topo, which must exist (events.Topology.Ensure).
+func Open(ctx context.Context, js jetstream.JetStream, topo events.Topology) (*Store, error) {
+	kv, err := js.KeyValue(ctx, topo.LongTermBucket())
+	if err != nil {
+		return nil, fmt.Errorf("binding bucket %q: %w", topo.LongTermBucket(), err)
+	}
+	return &Store{kv: kv, js: js, bucket: topo.LongTermBucket()}, nil
+}
+
+func userPrefix(tenant, user string) string { return tenant + "." + user + "." }
+
+// FactKey, SummaryKey and SessionKey are the KV keys of the records.
+func FactKey(tenant, user, id string) string    { return userPrefix(tenant, user) + "f." + id }
+func slotKey(tenant, user, keyID string) string { return userPrefix(tenant, user) + "k." + keyID }
+
+// SummaryKey is the KV key of a summary.
+func SummaryKey(tenant, user, id string) string { return userPrefix(tenant, user) + "s." + id }
+
+// SessionKey is the KV key of a session index entry.
+func SessionKey(tenant, user, session string) string {
+	return userPrefix(tenant, user) + "x." + session
+}
+
+func (s *Store) get(ctx context.Context, key string, v any) (uint64, error) {
+	e, err := s.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return 0, ErrNotFound
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reading %q: %w", key, err)
+	}
+	if err := json.Unmarshal(e.Value(), v); err != nil {
+		return 0, fmt.Errorf("decoding %q: %w", key, err)
+	}
+	return e.Revision(), nil
+}
+
+// update applies change to the record at key atomically: create when absent (init), else a
+// revision-checked update, retried on conflict. change reports whether it changed anything.
+func update[T any](ctx context.Context, s *Store, key string, init func() (T, bool), change func(*T) bool) (T, bool, error) {
+	var zero T
+	for range maxRetries {
+		var cur T
+		rev, err := s.get(ctx, key, &cur)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			v, ok := init()
+			if !ok {
+				return zero, false, nil
+			}
+			data, err := json.Marshal(v)
+			if err != nil {
+				return zero, false, err
+			}
+			if _, err := s.kv.Create(ctx, key, data); errors.Is(err, jetstream.ErrKeyExists) {
+				continue
+			} else if err != nil {
+				return zero, false, fmt.Errorf("creating %q: %w", key, err)
+			}
+			return v, true, nil
+		case err != nil:
+			return zero, false, err
+		}
+		if !change(&cur) {
+			return cur, false, nil
+		}
+		data, err := json.Marshal(cur)
+		if err != nil {
+			return zero, false, err
+		}
+		if _, err := s.kv.Update(ctx, key, data, rev); errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
+			continue
+		} else if err != nil {
+			return zero, false, fmt.Errorf("updating %q: %w", key, err)
+		}
+		return cur, true, nil
+	}
+	return zero, false, fmt.Errorf("updating %q: too many concurrent writers", key)
+}
+
+// PutSummary stores a summary once (a second put of the same id changes nothing) and reports
+// whether it was new.
+func (s *Store) PutSummary(ctx context.Context, sum Summary) (bool, error) {
+	_, created, err := update(ctx, s, SummaryKey(sum.Tenant, sum.User, sum.ID),
+		func() (Summary, bool) { return sum, true },
+		func(*Summary) bool { return false })
+	return created, err
+}
+
+// Summary reads one summary.
+func (s *Store) Summary(ctx context.Context, tenant, user, id string) (Summary, error) {
+	var sum Summary
+	_, err := s.get(ctx, SummaryKey(tenant, user, id), &sum)
+	return sum, err
+}
+
+// Fact reads one fact.
+func (s *Store) Fact(ctx context.Context, tenant, user, id string) (Fact, error) {
+	var f Fact
+	_, err := s.get(ctx, FactKey(tenant, user, id), &f)
+	return f, err
+}
+
+// TouchSession records that user has session, seen between first and last.
+func (s *Store) TouchSession(ctx context.Context, tenant, user, session string, first, last time.Time) error {
+	_, _, err := update(ctx, s, SessionKey(tenant, user, session),
+		func() (SessionRef, bool) { return SessionRef{Session: session, First: first, Last: last}, true },
+		func(r *SessionRef) bool {
+			changed := false
+			if first.Before(r.First) {
+				r.First, changed = first, true
+			}
+			if last.After(r.Last) {
+				r.Last, changed = last, true
+			}
+			return changed
+		})
+	return err
+}
+
+// FactChange is what AddFact did.
+type FactChange struct {
+	// Added is true when the fact was new.
+	Added bool
+	// Fact is the stored fact after the change.
+	Fact Fact
+	// Superseded lists the facts this one replaced (their valid_to and superseded_by set).
+	Superseded []Fact
+	// SupersededBy is set when the new fact is older than the live fact of its key: it went
+	// straight into the history.
+	SupersededBy string
+}
+
+// AddFact stores a fact once: a new fact is created; the same fact (same id, i.e. the same
+// normalised content) stated again keeps its earliest valid_from and gains the union of the
+// provenance. A fact with a key supersedes the live fact of that key when it is newer, or goes
+// into the history when it is older, so the outcome does not depend on the order of arrival.
+func (s *Store) AddFact(ctx context.Context, f Fact) (FactChange, error) {
+	var ch FactChange
+	stored, created, err := update(ctx, s, FactKey(f.Tenant, f.User, f.ID),
+		func() (Fact, bool) { return f, true },
+		func(cur *Fact) bool {
+			changed := false
+			if f.ValidFrom.Before(cur.ValidFrom) {
+				cur.ValidFrom, changed = f.ValidFrom, true
+			}
+			for _, p := range f.Provenance {
+				if !slices.Contains(cur.Provenance, p) {
+					cur.Provenance, changed = append(cur.Provenance, p), true
+				}
+			}
+			for _, p := range f.Sessions {
+				if !slices.Contains(cur.Sessions, p) {
+					cur.Sessions, changed = append(cur.Sessions, p), true
+				}
+			}
+			if f.Confidence > cur.Confidence {
+				cur.Confidence, changed = f.Confidence, true
+			}
+			return changed
+		})
+	if err != nil {
+		return ch, err
+	}
+	ch.Added, ch.Fact = created, stored
+	if f.Key == "" || stored.Deleted {
+		return ch, nil
+	}
+	return s.settleKey(ctx, stored, ch)
+}
+
+// settleKey makes the slot of f's key point at the newest fact and marks the others superseded.
+func (s *Store) settleKey(ctx context.Context, f Fact, ch FactChange) (FactChange, error) {
+	key := slotKey(f.Tenant, f.User, KeyID(f.Tenant, f.User, f.Key))
+	var previous string
+	newer := func(a, b slot) bool {
+		return a.ValidFrom.After(b.ValidFrom) || (a.ValidFrom.Equal(b.ValidFrom) && a.FactID > b.FactID)
+	}
+	mine := slot{Key: f.Key, FactID: f.ID, ValidFrom: f.ValidFrom}
+	cur, _, err := update(ctx, s, key,
+		func() (slot, bool) { return mine, true },
+		func(sl *slot) bool {
+			previous = ""
+			if sl.FactID == f.ID || !newer(mine, *sl) {
+				return false
+			}
+			previous = sl.FactID
+			*sl = mine
+			return true
+		})
+	if err != nil {
+		return ch, err
+	}
+	if cur.FactID != f.ID {
+		// A newer fact holds the key: this one is history.
+		marked, err := s.supersede(ctx, f.Tenant, f.User, f.ID, cur.FactID, cur.ValidFrom)
+		if err != nil {
+			return ch, err
+		}
+		ch.Fact, ch.SupersededBy = marked, cur.FactID
+		return ch, nil
+	}
+	if previous != "" {
+		old, err := s.supersede(ctx, f.Tenant, f.User, previous, f.ID, f.ValidFrom)
+		if err != nil {
+			return ch, err
+		}
+		ch.Superseded = append(ch.Superseded, old)
+	}
+	return ch, nil
+}
+
+// supersede marks fact id as replaced by newID from validTo on.
+func (s *Store) supersede(ctx context.Context, tenant, user, id, newID string, validTo time.Time) (Fact, error) {
+	f, _, err := update(ctx, s, FactKey(tenant, user, id),
+		func() (Fact, bool) { return Fact{}, false },
+		func(cur *Fact) bool {
+			if cur.SupersededBy == newID && cur.ValidTo != nil && cur.ValidTo.Equal(validTo) {
+				return false
+			}
+			t := validTo
+			cur.ValidTo, cur.SupersededBy = &t, newID
+			return true
+		})
+	return f, err
+}
+
+// DeleteFact marks one fact deleted (it stays in the history, no longer live).
+func (s *Store) DeleteFact(ctx context.Context, tenant, user, id string, at time.Time) (Fact, bool, error) {
+	return update(ctx, s, FactKey(tenant, user, id),
+		func() (Fact, bool) { return Fact{}, false },
+		func(cur *Fact) bool {
+			if cur.Deleted {
+				return false
+			}
+			t := at
+			cur.Deleted, cur.ValidTo = true, &t
+			return true
+		})
+}
+
+// UserRecords are everything long-term memory holds of one user.
+type UserRecords struct {
+	Facts     []Fact
+	Summaries []Summary
+	Sessions  []SessionRef
+}
+
+// User reads every record of a user (facts with their history, summaries, sessions), in one
+// batched read of the bucket's stream.
+func (s *Store) User(ctx context.Context, tenant, user string) (UserRecords, error) {
+	var out UserRecords
+	reader := archive.NewReader(s.js, "KV_"+s.bucket)
+	prefix := "$KV." + s.bucket + "." + userPrefix(tenant, user)
+	latest := map[string][]byte{}
+	var order []string
+	err := reader.Scan(ctx, prefix+">", 1, 0, func(m *jetstream.RawStreamMsg) error {
+		if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+			delete(latest, m.Subject)
+			return nil
+		}
+		if _, ok := latest[m.Subject]; !ok {
+			order = append(order, m.Subject)
+		}
+		latest[m.Subject] = m.Data
+		return nil
+	})
+	if err != nil {
+		return out, err
+	}
+	for _, subj := range order {
+		data, ok := latest[subj]
+		if !ok {
+			continue
+		}
+		switch kind := subj[len(prefix):]; {
+		case len(kind) > 2 && kind[:2] == "f.":
+			var f Fact
+			if json.Unmarshal(data, &f) == nil {
+				out.Facts = append(out.Facts, f)
+			}
+		case len(kind) > 2 && kind[:2] == "s.":
+			var sum Summary
+			if json.Unmarshal(data, &sum) == nil {
+				out.Summaries = append(out.Summaries, sum)
+			}
+		case len(kind) > 2 && kind[:2] == "x.":
+			var r SessionRef
+			if json.Unmarshal(data, &r) == nil {
+				out.Sessions = append(out.Sessions, r)
+			}
+		}
+	}
+	return out, nil
+}
+
+// Forget removes every record of a user, history included (a purge of the bucket's stream by
+// the user's key prefix, not a delete marker), and returns how many messages it removed.
+func (s *Store) Forget(ctx context.Context, tenant, user string) (uint64, error) {
+	stream, err := s.js.Stream(ctx, "KV_"+s.bucket)
+	if err != nil {
+		return 0, fmt.Errorf("binding the long-term stream: %w", err)
+	}
+	subject := "$KV." + s.bucket + "." + userPrefix(tenant, user) + ">"
+	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		return 0, fmt.Errorf("counting %s: %w", subject, err)
+	}
+	var n uint64
+	for _, c := range info.State.Subjects {
+		n += c
+	}
+	if err := stream.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
+		return 0, fmt.Errorf("purging %s: %w", subject, err)
+	}
+	return n, nil
+}
+
+// KeyID derives the id of a stable key's slot ("user.city") for a user.
+func KeyID(tenant, user, key string) string {
+	h := sha256.Sum256([]byte(tenant + "\x00" + user + "\x00" + strings.ToLower(strings.TrimSpace(key))))
+	return "key_" + hex.EncodeToString(h[:])[:32]
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/agentmem/agentmem/cmd/internal/settings"
 	"github.com/agentmem/agentmem/internal/broker"
 	"github.com/agentmem/agentmem/internal/daemon"
+	"github.com/agentmem/agentmem/internal/extract"
 	"github.com/agentmem/agentmem/internal/ingest"
 	"github.com/agentmem/agentmem/internal/retrieve"
 	"github.com/agentmem/agentmem/pkg/memory"
@@ -36,6 +37,7 @@ func run(ctx context.Context, args []string) error {
 	maxContent := fs.Int("max-content-bytes", 256<<10, "largest turn content accepted")
 	idle := fs.Duration("idle-timeout", ingest.DefaultIdleTimeout, "end a session after this long without a turn (negative: never)")
 	decay := fs.String("decay", "linear:24h:0.5", "time decay of retrieval scores: linear:WINDOW:FLOOR, halflife:HALFLIFE:FLOOR or none")
+	llmCfg := settings.BindLLM(fs)
 	budget := settings.BindBudget(fs)
 	topo := settings.BindTopology(fs)
 	logf := settings.BindLog(fs)
@@ -59,6 +61,8 @@ func run(ctx context.Context, args []string) error {
 			MaxContentBytes: *maxContent, IdleTimeout: *idle,
 		},
 		Retrieve: retrieve.Config{Tokenizer: budget.Tokenizer, Decay: d},
+		Extract:  extract.Config{Tokenizer: budget.Tokenizer},
+		LLM:      *llmCfg,
 	}
 	dm, err := daemon.Start(ctx, cfg, log)
 	if err != nil {

@@ -16,7 +16,10 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/agentmem/agentmem/internal/broker"
+	"github.com/agentmem/agentmem/internal/compress"
+	"github.com/agentmem/agentmem/internal/extract"
 	"github.com/agentmem/agentmem/internal/ingest"
+	"github.com/agentmem/agentmem/internal/llm"
 	"github.com/agentmem/agentmem/internal/retrieve"
 	"github.com/agentmem/agentmem/pkg/events"
 )
@@ -27,9 +30,15 @@ type Config struct {
 	Broker broker.Config
 	// Topology names and configures streams, buckets and consumers.
 	Topology events.Topology
-	// Ingest and Retrieve configure the workers (their Topology is set from Topology).
+	// Ingest, Retrieve, Compress and Extract configure the workers (their Topology is set from
+	// Topology).
 	Ingest   ingest.Config
 	Retrieve retrieve.Config
+	Compress compress.Config
+	Extract  extract.Config
+	// LLM is the OpenAI-compatible endpoint the compressor and extractor use; without one they
+	// work offline (extractive summaries, rule-based facts).
+	LLM llm.Config
 }
 
 // Daemon is a running all-in-one process.
@@ -53,6 +62,14 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Daemon, error)
 		return nil, err
 	}
 	cfg.Ingest.Topology, cfg.Retrieve.Topology = cfg.Topology, cfg.Topology
+	cfg.Compress.Topology, cfg.Extract.Topology = cfg.Topology, cfg.Topology
+	var chat *llm.Client
+	if cfg.LLM.Enabled() {
+		var err error
+		if chat, err = llm.New(cfg.LLM, log); err != nil {
+			return nil, err
+		}
+	}
 	b, err := broker.Start(cfg.Broker, log)
 	if err != nil {
 		return nil, err
@@ -88,6 +105,20 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Daemon, error)
 	if err != nil {
 		return fail(err)
 	}
+	var compChat compress.Chat
+	var extChat extract.Chat
+	model := ""
+	if chat != nil {
+		compChat, extChat, model = chat, chat, chat.Model()
+	}
+	cp, err := compress.New(setup, cfg.Compress, js, compChat, model, log)
+	if err != nil {
+		return fail(err)
+	}
+	ex, err := extract.New(setup, cfg.Extract, js, extChat, model, log)
+	if err != nil {
+		return fail(err)
+	}
 	d.ingest = in
 	runCtx, cancel := context.WithCancel(ctx)
 	d.cancel = cancel
@@ -98,6 +129,8 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Daemon, error)
 	g, gctx := errgroup.WithContext(runCtx)
 	g.Go(func() error { return in.Run(gctx) })
 	g.Go(func() error { return rt.Run(gctx) })
+	g.Go(func() error { return cp.Run(gctx) })
+	g.Go(func() error { return ex.Run(gctx) })
 	go func() {
 		err := g.Wait()
 		if err != nil && !errors.Is(err, context.Canceled) {

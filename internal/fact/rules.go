@@ -65,10 +65,11 @@ func extract(text string) []found {
 	text = strings.NewReplacer("\u2019", "'", "\u2018", "'", "\u02BC", "'", "\u00A0", " ").Replace(text)
 	var out []found
 	for _, s := range sentences(text) {
-		if s.question {
-			continue
-		}
-		for _, c := range clauses(s.text) {
+		cs := clauses(s.text)
+		for k, c := range cs {
+			if s.question && !statementInQuestion(c, k == len(cs)-1) {
+				continue
+			}
 			if f, ok := matchClause(c); ok {
 				out = append(out, f)
 			}
@@ -118,7 +119,7 @@ func matchClause(c string) (found, bool) {
 		return a.rule - b.rule
 	})
 	for _, h := range hits {
-		if hedged(c[:h.start]) {
+		if hedged(c[:h.start]) || relative(c[:h.start]) {
 			continue
 		}
 		f, ok := allRules[h.rule].build(h.groups)
@@ -130,7 +131,7 @@ func matchClause(c string) (found, bool) {
 	return found{}, false
 }
 
-var allRules = append(slices.Clip(englishRules), chineseRules...)
+var allRules = slices.Concat(englishRules, chineseRules, lifeRules)
 
 // sentence is one sentence of a turn and whether it is a question.
 type sentence struct {
@@ -202,6 +203,9 @@ func fullStop(text string, i int) bool {
 	if strings.Contains(word, ".") && !slices.ContainsFunc(strings.Split(word, "."), func(p string) bool { return utf8.RuneCountInString(p) != 1 }) {
 		return false // e.g, i.e, U.S, a.m
 	}
+	if utf8.RuneCountInString(word) == 1 && unicode.IsUpper(lastRune(text[:i])) {
+		return false // an initial: "Sarah J. Maas"
+	}
 	switch word {
 	case "mr", "mrs", "ms", "dr", "st", "mt", "vs", "etc", "prof", "jr", "sr", "no", "approx", "dept", "inc", "ltd", "co":
 		return false
@@ -233,20 +237,74 @@ func isQuestion(s, term string) bool {
 }
 
 var (
+	reAskEN       = regexp.MustCompile(`(?i)\b(?:do|does|did|can|could|would|should|will|shall|am|are|is|was|were|have|has)\s+(?:you|i|we|it|they|he|she|there|that|this)\b|\b(?:what|which|how|why|where|who|whom|whose)\b`)
+	rePresupposes = regexp.MustCompile(`(?i)^(?:since|because|cause|considering|given|now\s+that|especially\s+since|seeing\s+that|as\s+i)\b|^(?:因为|既然|由于)`)
+)
+
+// statementInQuestion reports whether a clause of a question states something rather than
+// asks: "I live in Paris, can you recommend a restaurant?" and "…, since I'm vegetarian?"
+// state; "Do I like tea?" and "What do you think I'd like?" ask. The last clause of a
+// question asks unless it gives a reason.
+func statementInQuestion(c string, last bool) bool {
+	c = strings.TrimSpace(c)
+	if reAuxStart.MatchString(c) || reAskEN.MatchString(c) || reZhQWords.MatchString(c) {
+		return false
+	}
+	t := strings.TrimRightFunc(c, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsPunct(r) })
+	if strings.HasSuffix(t, "吗") || strings.HasSuffix(t, "呢") {
+		return false
+	}
+	return !last || rePresupposes.MatchString(c)
+}
+
+var (
 	// Clause punctuation.
-	reClausePunct = regexp.MustCompile(`[,，、:：()（）\[\]【】]|\s[-–—]+\s|—|\.\.\.`)
+	reClausePunct = regexp.MustCompile(`[，：()（）\[\]【】]|:(?:\s|$)|\s[-–—]+\s|—|\.\.\.`)
 	// English connectives that start a new clause; the connective stays at its start.
-	reEnglishStop = regexp.MustCompile(`(?i)\s(?:but|because|cause|although|though|so|since|when|whenever|if|unless|whether|while|whereas|until|except|and\s+(?:i|i'm|i've|i'd|i'll|my|we|we're|we've|our|it|it's|that|then|also|now|so|yet|they|she|he)|or\s+(?:i|we|my))\b`)
+	reEnglishStop = regexp.MustCompile(`(?i)\s(?:but|because|cause|although|though|so|since|considering|given|now\s+that|when|whenever|if|unless|whether|while|whereas|until|except|and\s+(?:i|i'm|i've|i'd|i'll|my|we|we're|we've|our|it|it's|that|then|also|now|so|yet|they|she|he|for|don't|do|would|need|needs|want|wants|have|had|am|was|will|can|can't|could|should|plan|hope|think|really|just|still)|or\s+(?:i|we|my))\b`)
+	// Words after which a connective is part of a phrase: "a while", "even so", "ever since".
+	reNotStopEN = regexp.MustCompile(`(?i)\b(?:a|even|ever|just|only|and|or|not|long|soon|as|if)$`)
 	// Chinese connectives that start a new clause.
 	chineseStops = []string{"因为", "但是", "不过", "可是", "所以", "而且", "然后", "并且", "虽然", "如果", "要是", "假如", "但我", "但这", "但那", "但它", "只是"}
 )
 
+// splitClausePunct splits at clause punctuation. A colon only splits before a space ("7:30"
+// stays whole) and a comma not between digits ("1,000" stays whole).
+func splitClausePunct(s string) []string {
+	var out []string
+	start := 0
+	for _, loc := range reClausePunct.FindAllStringIndex(s, -1) {
+		out = append(out, splitCommas(s[start:loc[0]])...)
+		start = loc[1]
+	}
+	return append(out, splitCommas(s[start:])...)
+}
+
+// splitCommas splits at commas that are not between digits.
+func splitCommas(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != ',' || (i > 0 && i+1 < len(s) && isDigitByte(s[i-1]) && isDigitByte(s[i+1])) {
+			continue
+		}
+		out = append(out, s[start:i])
+		start = i + 1
+	}
+	return append(out, s[start:])
+}
+
+func isDigitByte(b byte) bool { return '0' <= b && b <= '9' }
+
 // clauses splits a sentence into clauses at clause punctuation and before connectives.
 func clauses(s string) []string {
 	var out []string
-	for _, part := range reClausePunct.Split(s, -1) {
+	for _, part := range splitClausePunct(s) {
 		cuts := []int{0}
 		for _, loc := range reEnglishStop.FindAllStringIndex(part, -1) {
+			if reNotStopEN.MatchString(part[:loc[0]]) && !strings.Contains(strings.ToLower(part[loc[0]:loc[1]]), "and") {
+				continue // "for a while", "and so on", "even so", "ever since"
+			}
 			cuts = append(cuts, loc[0])
 		}
 		for _, stop := range chineseStops {
@@ -279,6 +337,14 @@ var (
 	reHedgedEN         = regexp.MustCompile(`(?i)\b(?:if|unless|whether|maybe|perhaps|wonder|wondering|not\s+sure|unsure|don't\s+think|do\s+not\s+think|don't\s+know|do\s+not\s+know|doubt|wish|hope|hoping|imagine|pretend|suppose|would|wouldn't|might|could|should|doesn't\s+mean|does\s+not\s+mean|never\s+said|not\s+that|ask|asked|asking|you|your|pretending|said\s+that|used\s+to|thought|think\s+that)\b`)
 	reHedgedZH         = regexp.MustCompile(`如果|要是|假如|假设|万一|也许|可能|或许|不知道|不确定|是否|想象|希望|会不会|要不要|你觉得|你认为|你说|是不是|以为|假装|好像|似乎|说不定|别人|朋友说|听说`)
 )
+
+var reRelativeEN = regexp.MustCompile(`(?i)\b(?:what|which|that|who|whom|where|how|why|whatever|thing|things|stuff|part|one|ones|everything|anything|something|all|much)\s*$`)
+
+// relative reports whether a match sits in a relative clause ("what I love most is…", "the
+// things I like are…", "one thing I hate is…"), where the pattern's object is not its own.
+func relative(prefix string) bool {
+	return reRelativeEN.MatchString(prefix) || strings.HasSuffix(strings.TrimSpace(prefix), "的")
+}
 
 // conditionalStart reports whether a clause is a condition rather than a statement.
 func conditionalStart(c string) bool { return reConditionalStart.MatchString(c) }

@@ -185,8 +185,8 @@ var (
 	// Where a place name ends: "Berlin with my wife", "Berlin last year", "Berlin for work".
 	reCutPlaceEN = regexp.MustCompile(`(?i)\s+(?:with|for|since|near|where|and|at|on|in\s+\d|last|this|next|a\s+few|about|around|recently|now|nowadays|currently|from|to|after|before|during|because|which|that|who|\d+|one|two|three|four|five|six|seven|eight|nine|ten|several|many|some|a\s+couple|a\s+year|a\s+month|a\s+week|years|months|weeks|ago|back|already|permanently|temporarily)\b`)
 	// Where an employer's name ends: "Acme as an engineer", "Acme in Berlin".
-	reCutOrgEN = regexp.MustCompile(`(?i)\s+(?:as|since|in|on|with|where|and|from|during|until|last|this|these|now|currently|part-time|full-time|remotely|for\s+(?:\d|a|about|almost|over|the\s+(?:past|last)|years|months)|\d+)\b`)
-	reFillerEN = regexp.MustCompile(`(?i)\s+(?:so\s+much|a\s+lot|very\s+much|too|as\s+well|anyway|anyways|though|lol|haha|really|now|these\s+days|nowadays|honestly|actually|right\s+now|at\s+the\s+moment|by\s+the\s+way|btw|either|tbh|to\s+be\s+honest)$`)
+	reCutOrgEN  = regexp.MustCompile(`(?i)\s+(?:as|since|in|on|with|where|and|from|during|until|last|this|these|now|currently|part-time|full-time|remotely|for\s+(?:\d|a|about|almost|over|the\s+(?:past|last)|years|months)|\d+)\b`)
+	reFillerEN  = regexp.MustCompile(`(?i)\s+(?:myself|so\s+much|a\s+lot|very\s+much|too|as\s+well|anyway|anyways|though|lol|haha|really|now|these\s+days|nowadays|honestly|actually|right\s+now|at\s+the\s+moment|by\s+the\s+way|btw|either|tbh|to\s+be\s+honest|lately|recently|for\s+a\s+while)$`)
 	rePronounEN = regexp.MustCompile(`(?i)\bi\s+am\b|\bi\s+was\b|\b(?:i'm|i've|i'd|i'll|i|my|me|mine|myself)\b`)
 )
 
@@ -216,7 +216,7 @@ func cleanEN(s string) (string, bool) {
 		}
 		s = t
 	}
-	s = strings.Trim(s, " \"'`")
+	s = balanceQuotes(strings.TrimSpace(s))
 	s = rewriteEN(s)
 	if !longEnough(s) || utf8.RuneCountInString(s) > maxObject {
 		return "", false
@@ -229,7 +229,8 @@ var (
 		"him", "her", "his", "what", "how", "when", "where", "why", "which", "who", "whatever", "everything", "something",
 		"anything", "nothing", "so", "too", "very", "as", "one", "ones", "here", "there", "up", "out", "about", "if",
 		"whether", "with", "because", "but", "and", "or", "not", "no", "yes", "ok", "okay", "thanks", "thank", "we", "us",
-		"our", "their", "they", "more", "less", "such", "doing", "being")
+		"they", "more", "less", "such", "doing", "being", "better", "best", "most", "least", "worse", "worst",
+		"either", "neither", "none", "other", "others", "another", "plenty", "lots")
 	determinersEN = set("the", "these", "those", "this", "that", "your", "such", "all", "both", "some", "any", "each", "most", "a", "an", "of", "its", "their")
 	metaNounsEN   = set("idea", "ideas", "suggestion", "suggestions", "recommendation", "recommendations", "tip", "tips", "list",
 		"lists", "plan", "plans", "option", "options", "sound", "sounds", "way", "fact", "approach", "point", "points",
@@ -237,10 +238,11 @@ var (
 		"look", "results", "result", "question", "questions", "explanation", "explanations", "example", "examples", "summary",
 		"breakdown", "outline", "structure", "detail", "details", "info", "information", "insight", "insights",
 		"perspective", "help", "feedback", "input", "idea", "suggestion", "proposal", "version", "draft", "one", "ones",
-		"rest", "first", "second", "last", "latter", "former", "part")
+		"rest", "first", "second", "last", "latter", "former", "part", "schedule", "timeline", "itinerary", "routine",
+		"workout", "recipe", "recipes", "changes", "edits", "revisions", "wording", "title", "titles", "name", "names")
 	// "I love to hear that", "I hate to say it": polite phrases, not preferences.
 	politeToEN = set("say", "ask", "bother", "admit", "think", "know", "hear", "see", "interrupt", "imagine", "mention",
-		"point", "disappoint", "complain", "trouble", "break", "be", "have", "get", "help", "chat", "talk", "read", "learn", "share")
+		"point", "disappoint", "complain", "trouble", "break", "be", "have", "get", "help", "chat", "talk", "read", "learn", "share", "do")
 )
 
 func set(words ...string) map[string]bool {
@@ -273,6 +275,13 @@ func vagueEN(obj string) bool {
 	if w[0] == "to" && (len(w) == 1 || politeToEN[w[1]]) {
 		return true
 	}
+	// "the exercises you suggested", "flipping through them": about the chat or leaning on
+	// something said before.
+	for _, x := range w {
+		if set("you", "your", "yours", "them", "those", "these", "suggested", "recommended", "mentioned", "provided", "listed", "shared")[x] {
+			return true
+		}
+	}
 	// "hearing that", "seeing you", "getting it".
 	if strings.HasSuffix(w[0], "ing") && len(w) >= 2 && set("that", "it", "this", "them", "you", "your", "from", "back", "these", "those")[w[1]] {
 		return true
@@ -280,7 +289,11 @@ func vagueEN(obj string) bool {
 	if determinersEN[w[0]] {
 		rest := 0
 		for i, x := range w {
-			if i < 4 && metaNounsEN[x] {
+			if (i < 4 || i == len(w)-1) && metaNounsEN[x] {
+				return true
+			}
+			// "the flavor it adds": the object leans on something said before.
+			if i > 0 && set("it", "this", "that", "them", "these", "those")[x] {
 				return true
 			}
 			if !determinersEN[x] && !vagueFirstEN[x] {
@@ -323,6 +336,11 @@ func decisionEN(prefix, obj string) (found, bool) {
 	w := wordsEN(o)
 	if len(w) == 0 || (vagueEN(o) && !strings.HasSuffix(prefix, "that ")) || set("up", "it", "this", "that", "one", "something")[w[0]] {
 		return found{}, false
+	}
+	for _, x := range w {
+		if set("it", "them", "this", "that", "these", "those")[x] {
+			return found{}, false
+		}
 	}
 	return found{content: prefix + o, category: CategoryDecision, confidence: 0.75}, true
 }
@@ -559,4 +577,21 @@ func purposeKeyEN(what string) string {
 		}
 	}
 	return "project." + strings.Join(w, "_")
+}
+
+// balanceQuotes drops a dangling quote at either end ("Inception" cut by a comma) and gives ""
+// when the quotes still do not pair up.
+func balanceQuotes(s string) string {
+	odd := func(s string) bool {
+		return (strings.Count(s, "\"")+strings.Count(s, "“")+strings.Count(s, "”"))%2 == 1
+	}
+	if !odd(s) {
+		return s
+	}
+	for _, q := range []string{"\"", "”"} {
+		if t, ok := strings.CutSuffix(s, q); ok && !odd(t) {
+			return strings.TrimSpace(t)
+		}
+	}
+	return ""
 }

@@ -215,6 +215,7 @@ var (
 // cleanZH trims an object, drops trailing particles (了, 啊, 吧, …), rewrites 我 as 用户 and
 // checks its length; objects that point elsewhere (你, 这个, 那样) or ask (什么, 哪里) fail.
 func cleanZH(s string) (string, bool) {
+	spaced := s != "" && unicode.IsSpace(rune(s[0]))
 	s = strings.TrimSpace(s)
 	for {
 		t := strings.TrimRightFunc(s, func(r rune) bool {
@@ -235,6 +236,10 @@ func cleanZH(s string) (string, bool) {
 		if strings.HasPrefix(s, p) {
 			return "", false
 		}
+	}
+	// Keep the space the user wrote between Chinese and a Latin name: "用 Go".
+	if r, _ := utf8.DecodeRuneInString(s); spaced && r < utf8.RuneSelf {
+		s = " " + s
 	}
 	return s, true
 }
@@ -272,8 +277,8 @@ func placeZH(prefix, obj, key, keylessCategory string) (found, bool) {
 	if !ok {
 		return found{}, false
 	}
-	place := strings.TrimSpace(cutAt(o, reCutPlaceZH))
-	generic := place == "" || utf8.RuneCountInString(place) > 10 || strings.HasPrefix(place, "一") || strings.HasPrefix(place, "用户")
+	place := strings.TrimRightFunc(cutAt(o, reCutPlaceZH), unicode.IsSpace)
+	generic := strings.TrimSpace(place) == "" || utf8.RuneCountInString(place) > 10 || strings.HasPrefix(place, "一") || strings.HasPrefix(place, "用户")
 	for _, s := range []string{"家", "里", "宿舍", "公寓", "房子", "楼", "附近", "一起", "学校", "小区"} {
 		if strings.HasSuffix(place, s) {
 			generic = true

@@ -96,6 +96,15 @@ func (w *Worker) processSession(part *partition, k session.Key, items []*item) {
 			fail(err)
 			return
 		}
+		if h := st.Header; h.User != "" && (st.Revision() == 0 || !part.indexed(k)) {
+			// The user's session index (long-term store) lists every session the user owns: the
+			// archive source and forget start from it. Idempotent.
+			if err := w.long.TouchSession(ctx, k.Tenant, h.User, k.Session, h.FirstTurnAt, h.LastTurnAt); err != nil {
+				fail(err)
+				return
+			}
+			part.markIndexed(k)
+		}
 		writes, err := w.store.Commit(ctx, st)
 		w.writes.Add(uint64(writes))
 		if err != nil {

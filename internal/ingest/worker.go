@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentmem/agentmem/internal/archive"
 	"github.com/agentmem/agentmem/internal/deadletter"
+	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
@@ -45,6 +46,7 @@ type Worker struct {
 	log     zerolog.Logger
 	counter memory.Counter
 	store   *session.Store
+	long    *longterm.Store
 	reader  *archive.Reader
 	dlq     *deadletter.Writer
 	idle    *idleTracker
@@ -67,7 +69,12 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, log zerolog.Lo
 	if err != nil {
 		return nil, err
 	}
+	long, err := longterm.Open(ctx, js, cfg.Topology)
+	if err != nil {
+		return nil, err
+	}
 	w := &Worker{
+		long:    long,
 		cfg:     cfg,
 		js:      js,
 		log:     log.With().Str("component", "ingest").Logger(),
@@ -196,6 +203,16 @@ type partition struct {
 	max   int
 	items map[session.Key]*list.Element
 	order *list.List
+	known map[session.Key]bool // sessions whose user index entry this process wrote
+}
+
+func (p *partition) indexed(k session.Key) bool { return p.known[k] }
+
+func (p *partition) markIndexed(k session.Key) {
+	if p.known == nil || len(p.known) > 4*p.max {
+		p.known = map[session.Key]bool{}
+	}
+	p.known[k] = true
 }
 
 func newPartition(n, max int) *partition {

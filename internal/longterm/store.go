@@ -89,8 +89,10 @@ type Summary struct {
 // SessionRef is one entry of a user's session index.
 type SessionRef struct {
 	Session string    `json:"session"`
-	First   time.Time `json:"first"`
-	Last    time.Time `json:"last"`
+	First   time.Time `json:"first,omitzero"`
+	Last    time.Time `json:"last,omitzero"`
+	// ExtractedSeq is the turns-stream sequence up to which the session's facts were extracted.
+	ExtractedSeq uint64 `json:"extracted_seq,omitempty"`
 }
 
 // slot records which fact holds a stable key.
@@ -222,13 +224,34 @@ func (s *Store) TouchSession(ctx context.Context, tenant, user, session string, 
 		func() (SessionRef, bool) { return SessionRef{Session: session, First: first, Last: last}, true },
 		func(r *SessionRef) bool {
 			changed := false
-			if first.Before(r.First) {
+			if r.First.IsZero() || first.Before(r.First) {
 				r.First, changed = first, true
 			}
 			if last.After(r.Last) {
 				r.Last, changed = last, true
 			}
 			return changed
+		})
+	return err
+}
+
+// SessionRef reads one entry of a user's session index.
+func (s *Store) SessionRef(ctx context.Context, tenant, user, session string) (SessionRef, error) {
+	var r SessionRef
+	_, err := s.get(ctx, SessionKey(tenant, user, session), &r)
+	return r, err
+}
+
+// MarkExtracted records that the session's facts were extracted up to seq (it never goes back).
+func (s *Store) MarkExtracted(ctx context.Context, tenant, user, session string, seq uint64) error {
+	_, _, err := update(ctx, s, SessionKey(tenant, user, session),
+		func() (SessionRef, bool) { return SessionRef{Session: session, ExtractedSeq: seq}, true },
+		func(r *SessionRef) bool {
+			if seq <= r.ExtractedSeq {
+				return false
+			}
+			r.ExtractedSeq = seq
+			return true
 		})
 	return err
 }

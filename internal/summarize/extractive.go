@@ -53,6 +53,9 @@ func Extractive(text string, maxTokens int, counter memory.Counter) string {
 type unit struct {
 	label string
 	sents []string
+	// weight scales the scores of the sentences (0 counts as 1): the user's own words carry the
+	// facts about the user, tool output rarely does.
+	weight float64
 }
 
 // labelRE matches the role labels that start the lines of a formatted conversation.
@@ -141,10 +144,15 @@ func selectUnits(units []unit, limit int, counter memory.Counter) []unit {
 	}
 	started := make([]bool, len(units))
 	var order []candidate // in the order picked: best first
+	have := make(map[string]struct{})
 	used := 0
 	for _, c := range cands {
 		if c.score <= 0 {
 			break
+		}
+		text := units[c.unit].sents[c.sent]
+		if _, dup := have[text]; dup {
+			continue // a repeated line (a log, a refrain) says nothing new
 		}
 		cost := c.cost
 		if !started[c.unit] {
@@ -154,6 +162,7 @@ func selectUnits(units []unit, limit int, counter memory.Counter) []unit {
 			continue
 		}
 		used += cost
+		have[text] = struct{}{}
 		started[c.unit] = true
 		picked[c.unit][c.sent] = true
 		order = append(order, c)
@@ -192,7 +201,7 @@ func collect(units []unit, picked [][]bool) []unit {
 			}
 		}
 		if len(sents) > 0 {
-			out = append(out, unit{label: u.label, sents: sents})
+			out = append(out, unit{label: u.label, sents: sents, weight: u.weight})
 		}
 	}
 	return out
@@ -256,8 +265,12 @@ func scoreSentences(units []unit, counter memory.Counter) []candidate {
 				sum += float64(freq[t])
 			}
 		}
-		s := units[cands[k].unit].sents[cands[k].sent]
-		cands[k].score = sum / math.Sqrt(float64(len(ts))) * bonus(s)
+		u := units[cands[k].unit]
+		w := u.weight
+		if w == 0 {
+			w = 1
+		}
+		cands[k].score = w * sum / math.Sqrt(float64(len(ts))) * bonus(u.sents[cands[k].sent])
 	}
 	return cands
 }

@@ -302,6 +302,14 @@ func (s *Summarizer) mapRequest(lang string, entries []memory.Entry, g group) ll
 // afterwards, sentence by sentence, which beats one cut mid-sentence by the server.
 func answerTokens(limit int) int { return 2*limit + 256 }
 
+// Weights of the sentences of an entry in the extractive summary, relative to the user's: the
+// user's own words carry the facts about the user; the assistant's answers are long and
+// repeat the terms the user brought up; tool output is mostly noise.
+const (
+	assistantWeight = 0.75
+	toolWeight      = 0.5
+)
+
 // entryUnits returns the units Extractive works on for entry e: the lines of an earlier summary,
 // or the entry as one unit behind its label.
 func (s *Summarizer) entryUnits(e memory.Entry) []unit {
@@ -311,7 +319,7 @@ func (s *Summarizer) entryUnits(e memory.Entry) []unit {
 		return textUnits(stripMarker(e.Content))
 	case isTool(e):
 		label, command, output := toolParts(e, s.cfg.ToolHeadChars, s.cfg.ToolTailChars)
-		u.label = label
+		u.label, u.weight = label, toolWeight
 		if command != "" {
 			u.sents = append(u.sents, command)
 		}
@@ -319,6 +327,9 @@ func (s *Summarizer) entryUnits(e memory.Entry) []unit {
 	default:
 		head, tail := s.cfg.conversationCut()
 		u.label = roleLabel(e)
+		if e.Role != "user" && e.Type == memory.Conversation {
+			u.weight = assistantWeight
+		}
 		u.sents = splitSentences(cutMiddle(strings.TrimSpace(e.Content), head, tail), nil)
 	}
 	if len(u.sents) == 0 {

@@ -104,6 +104,9 @@ func (t Topology) ChunkBucket() string { return t.Prefix + "_CHUNKS" }
 // LongTermBucket names the KV bucket of facts, summaries and session indexes (package longterm).
 func (t Topology) LongTermBucket() string { return t.Prefix + "_LONGTERM" }
 
+// UsageBucket names the KV bucket of LLM usage counters (key "<tenant>.<session>").
+func (t Topology) UsageBucket() string { return t.Prefix + "_USAGE" }
+
 // IngestSummaryConsumer names the durable consumer of summaries partition p (ingest applies them).
 func (t Topology) IngestSummaryConsumer(p int) string {
 	return fmt.Sprintf("%s_ingest_summaries_p%02d", t.Prefix, p)
@@ -219,6 +222,20 @@ func (t Topology) BucketConfigs() []jetstream.KeyValueConfig {
 			Storage:      t.Storage,
 			Replicas:     t.Replicas,
 			MaxValueSize: 1 << 20,
+		},
+		{
+			Bucket:      t.LongTermBucket(),
+			Description: "agentmem long-term memory: facts (with history), summaries and session indexes per user",
+			History:     1,
+			Storage:     t.Storage,
+			Replicas:    t.Replicas,
+		},
+		{
+			Bucket:      t.UsageBucket(),
+			Description: "agentmem LLM usage per session: calls, input and output tokens",
+			History:     1,
+			Storage:     t.Storage,
+			Replicas:    t.Replicas,
 		},
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/peterbourgon/ff/v3"
 	"github.com/rs/zerolog"
 
+	"github.com/agentmem/agentmem/internal/llm"
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
 )
@@ -87,6 +88,18 @@ func (t *Topology) Events() events.Topology {
 	e.Prefix, e.Partitions, e.Replicas = t.Prefix, t.Partitions, t.Replicas
 	e.ArchiveMaxAge, e.DuplicateWindow, e.DeadLetterMaxAge = t.ArchiveMaxAge, t.DuplicateWindow, t.DeadLetterMaxAge
 	return e
+}
+
+// BindLLM registers --llm-base-url, --llm-api-key, --llm-model, --llm-timeout and
+// --llm-concurrency (AGENTMEM_LLM_BASE_URL, AGENTMEM_LLM_API_KEY, AGENTMEM_LLM_MODEL, …).
+func BindLLM(fs *flag.FlagSet) *llm.Config {
+	c := &llm.Config{}
+	fs.StringVar(&c.BaseURL, "llm-base-url", "", "OpenAI-compatible API root (GLM, OpenAI, DeepSeek, Ollama, vLLM, llama.cpp); empty: offline")
+	fs.StringVar(&c.APIKey, "llm-api-key", "", "API key of the LLM endpoint (secret)")
+	fs.StringVar(&c.Model, "llm-model", "", "model name")
+	fs.DurationVar(&c.Timeout, "llm-timeout", 60*time.Second, "timeout of one LLM call attempt")
+	fs.IntVar(&c.MaxConcurrency, "llm-concurrency", 4, "LLM calls in flight at once")
+	return c
 }
 
 // Log holds the logging flags.

@@ -1,0 +1,77 @@
+// Command compressor runs the compressor worker against an existing NATS server or cluster: it
+// turns memory.pressure events into Map-Reduce summaries, with an OpenAI-compatible LLM when one
+// is configured (--llm-base-url, --llm-model) and the extractive summariser otherwise. Any number
+// of compressors share one durable consumer.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmem/agentmem/cmd/internal/settings"
+	"github.com/agentmem/agentmem/internal/compress"
+	"github.com/agentmem/agentmem/internal/llm"
+)
+
+func main() {
+	ctx, stop := settings.SignalContext()
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "compressor:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("compressor", flag.ContinueOnError)
+	concurrency := fs.Int("concurrency", 4, "compressions running at once")
+	conn := settings.BindConn(fs)
+	llmCfg := settings.BindLLM(fs)
+	topo := settings.BindTopology(fs)
+	logf := settings.BindLog(fs)
+	if err := settings.Parse(fs, args); err != nil {
+		return err
+	}
+	log, err := logf.Logger(os.Stderr, "compressor")
+	if err != nil {
+		return err
+	}
+	settings.Dump(log, fs)
+	nc, err := conn.Connect("agentmem-compressor")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	t := topo.Events()
+	setup, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := t.Ensure(setup, js); err != nil {
+		return fmt.Errorf("creating streams and buckets: %w", err)
+	}
+	var chat compress.Chat
+	model := ""
+	if llmCfg.Enabled() {
+		c, err := llm.New(*llmCfg, log)
+		if err != nil {
+			return err
+		}
+		chat, model = c, c.Model()
+	}
+	w, err := compress.New(setup, compress.Config{Topology: t, Concurrency: *concurrency}, js, chat, model, log)
+	if err != nil {
+		return err
+	}
+	if err := w.Run(ctx); err != nil {
+		return err
+	}
+	return nc.Drain()
+}

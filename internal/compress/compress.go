@@ -1,0 +1,348 @@
+// Package compress is the compressor worker: it consumes memory.pressure events (a durable
+// consumer any number of compressor processes share), summarises exactly the entries an event
+// names, Map-Reduce style (package summarize: groups of 5, one call each, one reduce call when
+// there is more than one partial), stores the summary in long-term memory and publishes
+// agentmem.summary.v1, which ingest applies to the session.
+//
+// Exactly once, whatever the redeliveries: the summary id is derived from the turn ids it covers
+// and fixed by the pressure event, the long-term write is a KV create on that id, and the event is
+// published with that id as its Nats-Msg-Id. A redelivered pressure event whose summary exists
+// (a compressor killed after its LLM calls, before its ack) republishes the stored summary and
+// makes no call. One compression per session at a time: in one process a per-session lock, across
+// processes the previous summary, which the next pressure event names first, must exist before
+// the next compression starts (until then the event is retried with backoff).
+//
+// With the LLM unavailable, events are retried with backoff (ingest keeps applying turns and
+// evicting into the pending list meanwhile); after the last delivery the event is dead-lettered
+// with the reason. A request the LLM rejects outright (a context too long, a bad key) falls back to
+// the extractive summariser so no session stays stuck, and the summary says so.
+package compress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/agentmem/agentmem/internal/archive"
+	"github.com/agentmem/agentmem/internal/deadletter"
+	"github.com/agentmem/agentmem/internal/llm"
+	"github.com/agentmem/agentmem/internal/longterm"
+	"github.com/agentmem/agentmem/internal/summarize"
+	"github.com/agentmem/agentmem/internal/usage"
+	"github.com/agentmem/agentmem/internal/worker"
+	"github.com/agentmem/agentmem/pkg/events"
+	"github.com/agentmem/agentmem/pkg/memory"
+)
+
+// Config configures the compressor.
+type Config struct {
+	// Topology names the streams, buckets and consumers.
+	Topology events.Topology
+	// Concurrency bounds the compressions running at once in this process (default 4).
+	Concurrency int
+	// Summarize configures the map-reduce summariser.
+	Summarize summarize.Config
+	// Source is the CloudEvents source of summary events ("agentmem/compressor").
+	Source string
+	// Timeout bounds one compression (default 4 minutes).
+	Timeout time.Duration
+}
+
+// Chat is what the compressor needs of an LLM.
+type Chat = summarize.Chat
+
+var _ Chat = (*llm.Client)(nil)
+
+// Worker is the compressor.
+type Worker struct {
+	cfg      Config
+	js       jetstream.JetStream
+	store    *longterm.Store
+	usage    *usage.Store
+	reader   *archive.Reader
+	llm      *summarize.Summarizer
+	fallback *summarize.Summarizer
+	run      *worker.Worker
+	log      zerolog.Logger
+
+	mu    sync.Mutex
+	locks map[string]*sessionLock
+}
+
+type sessionLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// New returns a compressor using chat (model names it), or the extractive summariser when chat
+// is nil. It creates its consumer.
+func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, model string, log zerolog.Logger) (*Worker, error) {
+	if cfg.Topology.Prefix == "" {
+		cfg.Topology = events.DefaultTopology()
+	}
+	if err := cfg.Topology.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 4
+	}
+	if cfg.Source == "" {
+		cfg.Source = "agentmem/compressor"
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 4 * time.Minute
+	}
+	store, err := longterm.Open(ctx, js, cfg.Topology)
+	if err != nil {
+		return nil, err
+	}
+	us, err := usage.Open(ctx, js, cfg.Topology)
+	if err != nil {
+		return nil, err
+	}
+	topo := cfg.Topology
+	if err := events.EnsureConsumers(ctx, js, topo.PressureStream(), topo.CompressorConsumerConfig()); err != nil {
+		return nil, err
+	}
+	w := &Worker{
+		cfg: cfg, js: js, store: store, usage: us,
+		reader:   archive.NewReader(js, topo.TurnsStream()),
+		fallback: summarize.New(cfg.Summarize, nil, ""),
+		log:      log.With().Str("component", "compressor").Logger(),
+		locks:    map[string]*sessionLock{},
+	}
+	w.llm = w.fallback
+	if chat != nil {
+		w.llm = summarize.New(cfg.Summarize, chat, model)
+	}
+	w.run = worker.New(worker.Config{
+		Name: "compressor", Stream: topo.PressureStream(), Consumer: topo.CompressorConsumer(),
+		Concurrency: cfg.Concurrency, MaxDeliver: events.WorkerMaxDeliver, Timeout: cfg.Timeout,
+		Place: func(m jetstream.Msg) (string, string) {
+			t, s, _ := parsePressureSubject(m.Subject())
+			return t, s
+		},
+	}, js, deadletter.NewWriter(js, 0), w.handle, log)
+	return w, nil
+}
+
+// Run compresses until ctx is cancelled, then drains.
+func (w *Worker) Run(ctx context.Context) error { return w.run.Run(ctx) }
+
+func parsePressureSubject(subject string) (tenant, session string, err error) {
+	parts := strings.Split(subject, ".")
+	if len(parts) != 4 || parts[0] != "memory" || parts[1] != "pressure" {
+		return "", "", fmt.Errorf("%w: subject %q is not memory.pressure.<tenant>.<session>", events.ErrInvalid, subject)
+	}
+	if err := events.ValidateToken("tenant", parts[2]); err != nil {
+		return "", "", err
+	}
+	if err := events.ValidateToken("session", parts[3]); err != nil {
+		return "", "", err
+	}
+	return parts[2], parts[3], nil
+}
+
+func (w *Worker) lock(key string) func() {
+	w.mu.Lock()
+	l := w.locks[key]
+	if l == nil {
+		l = &sessionLock{}
+		w.locks[key] = l
+	}
+	l.refs++
+	w.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		w.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(w.locks, key)
+		}
+		w.mu.Unlock()
+	}
+}
+
+// errPreviousMissing: the previous summary this event names first does not exist yet.
+var errPreviousMissing = errors.New("compress: previous summary not available yet")
+
+func (w *Worker) handle(ctx context.Context, m jetstream.Msg) error {
+	tenant, sess, err := parsePressureSubject(m.Subject())
+	if err != nil {
+		return err
+	}
+	ev, err := events.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+	if err != nil {
+		return err
+	}
+	if ev.Type() != events.TypePressure {
+		return fmt.Errorf("%w: unexpected event type %q on a pressure subject", events.ErrInvalid, ev.Type())
+	}
+	p, err := events.DecodeData[events.Pressure](ev)
+	if err != nil {
+		return err
+	}
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	if p.Session != sess {
+		return fmt.Errorf("%w: the event names session %q on the subject of session %q", events.ErrInvalid, p.Session, sess)
+	}
+	unlock := w.lock(tenant + "." + sess)
+	defer unlock()
+	if existing, err := w.store.Summary(ctx, tenant, p.User, p.SummaryID); err == nil {
+		return w.publish(ctx, tenant, p, existing)
+	} else if !errors.Is(err, longterm.ErrNotFound) {
+		return err
+	}
+	entries, err := w.entries(ctx, tenant, sess, p)
+	if err != nil {
+		return err
+	}
+	if len(entries) == 0 {
+		return worker.Permanent(fmt.Errorf("none of the %d entries the pressure event names exists any more", len(p.EntryIDs)))
+	}
+	start := time.Now()
+	res, err := w.llm.Summarize(ctx, entries, p.SummaryTokens)
+	if res.Usage.Calls > 0 {
+		if uerr := w.usage.Add(ctx, tenant, sess, res.Usage); uerr != nil {
+			w.log.Warn().Err(uerr).Msg("recording LLM usage")
+		}
+	}
+	if errors.Is(err, llm.ErrRejected) {
+		w.log.Error().Err(err).Str("session", sess).Msg("the LLM rejected the compression; using the extractive summariser")
+		reason := err.Error()
+		if res, err = w.fallback.Summarize(ctx, entries, p.SummaryTokens); err == nil {
+			res.Summarizer = "extractive (llm rejected: " + reason + ")"
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("summarising %d entries: %w", len(entries), err)
+	}
+	newest := time.Time{}
+	for _, e := range entries {
+		if e.Timestamp.After(newest) {
+			newest = e.Timestamp
+		}
+	}
+	sum := longterm.Summary{
+		ID: p.SummaryID, Tenant: tenant, User: p.User, Session: sess, Content: res.Content,
+		Tokens: memory.Estimate(res.Content), Timestamp: newest.UTC(), Replaces: p.EntryIDs, Provenance: p.Provenance,
+		Summarizer: res.Summarizer,
+		Usage:      events.Usage{Calls: res.Usage.Calls, InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens},
+		Metadata: map[string]any{
+			"language": res.Language, "pressure": p.Number, "map_calls": res.MapCalls, "reduce_calls": res.ReduceCalls,
+			"first_seq": p.FirstSeq, "last_seq": p.LastSeq, "tokens_before": tokens(entries),
+		},
+	}
+	if _, err := w.store.PutSummary(ctx, sum); err != nil {
+		return err
+	}
+	w.log.Info().Str("tenant", tenant).Str("session", sess).Int("pressure", p.Number).Int("entries", len(entries)).
+		Int("tokens_before", tokens(entries)).Int("tokens_after", sum.Tokens).Int("llm_calls", res.Usage.Calls).
+		Dur("took", time.Since(start)).Msg("compressed")
+	return w.publish(ctx, tenant, p, sum)
+}
+
+func tokens(es []memory.Entry) int {
+	n := 0
+	for _, e := range es {
+		n += memory.Estimate(e.Content)
+	}
+	return n
+}
+
+// entries reads the named entries: the previous summary from long-term memory, the turns from
+// the turns stream (their text and roles), in the order the event names them.
+func (w *Worker) entries(ctx context.Context, tenant, sess string, p events.Pressure) ([]memory.Entry, error) {
+	byID := map[string]memory.Entry{}
+	want := map[string]bool{}
+	for _, id := range p.EntryIDs {
+		if strings.HasPrefix(id, "sum_") {
+			s, err := w.store.Summary(ctx, tenant, p.User, id)
+			if errors.Is(err, longterm.ErrNotFound) {
+				return nil, fmt.Errorf("%w: %s", errPreviousMissing, id)
+			}
+			if err != nil {
+				return nil, err
+			}
+			byID[id] = memory.Entry{ID: id, Type: memory.Summary, Content: s.Content, Timestamp: s.Timestamp, Provenance: s.Provenance}
+			continue
+		}
+		want[id] = true
+	}
+	if len(want) > 0 && p.FirstSeq > 0 {
+		err := w.reader.Scan(ctx, events.SessionFilter(tenant, sess), p.FirstSeq, p.LastSeq, func(m *jetstream.RawStreamMsg) error {
+			id := m.Header.Get("ce-id")
+			if !want[id] {
+				return nil
+			}
+			ev, err := events.Decode(&nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data})
+			if err != nil || ev.Type() != events.TypeTurn {
+				return nil
+			}
+			t, err := events.DecodeData[events.Turn](ev)
+			if err != nil {
+				return nil
+			}
+			at := ev.Time()
+			if at.IsZero() {
+				at = m.Time
+			}
+			md := map[string]any{}
+			if t.Tool != "" {
+				md["tool"] = t.Tool
+			}
+			byID[ev.ID()] = memory.Entry{ID: ev.ID(), Type: memory.TypeForRole(t.Role), Role: t.Role, Content: t.Content,
+				Timestamp: at.UTC(), Seq: m.Sequence, Metadata: md}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	out := make([]memory.Entry, 0, len(byID))
+	for _, id := range p.EntryIDs {
+		if e, ok := byID[id]; ok {
+			out = append(out, e)
+		}
+	}
+	return slices.Clip(out), nil
+}
+
+// publish publishes the summary event; its Nats-Msg-Id is the summary id, so a republish after a
+// redelivery is stored once.
+func (w *Worker) publish(ctx context.Context, tenant string, p events.Pressure, s longterm.Summary) error {
+	lang, _ := s.Metadata["language"].(string)
+	body := events.Summary{
+		Session: p.Session, User: p.User, SummaryID: s.ID, Content: s.Content, Replaces: s.Replaces,
+		Provenance: s.Provenance, Timestamp: s.Timestamp, Summarizer: s.Summarizer, Usage: s.Usage,
+		Pressure: p.Number, FirstSeq: p.FirstSeq, LastSeq: p.LastSeq, Language: lang,
+	}
+	ev, err := events.NewEvent(s.ID, events.TypeSummary, w.cfg.Source, s.Timestamp, body)
+	if err != nil {
+		return err
+	}
+	ev.SetSubject(p.Session)
+	subject, err := events.SummarySubject(tenant, p.Session)
+	if err != nil {
+		return err
+	}
+	msg, err := events.BinaryMsg(subject, ev)
+	if err != nil {
+		return err
+	}
+	msg.Header.Set(events.HeaderMsgID, events.MsgID(tenant, p.Session, s.ID))
+	if _, err := w.js.PublishMsg(ctx, msg); err != nil {
+		return fmt.Errorf("publishing summary %s: %w", s.ID, err)
+	}
+	return nil
+}

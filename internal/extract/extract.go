@@ -1,0 +1,368 @@
+// Package extract is the fact extractor: it turns conversations into durable facts in the
+// long-term store. It is triggered by agentmem.session.ended.v1 (read from the turns stream) and
+// by agentmem.summary.v1 (facts in turns being compressed away must not wait for the session to
+// end); both are durable consumers any number of extractor processes share.
+//
+// For each trigger it reads the session's turns that were not extracted yet (up to the trigger),
+// keeps only those ingest applied (a turn ingest rejected, e.g. one naming another user, never
+// becomes a fact), and extracts with the LLM when one is configured (one call, a JSON list of
+// facts in the conversation's language) or with the offline rules (package fact). Facts are
+// stored through longterm.Store.AddFact, whose writes decide atomically (dedup by a
+// content-derived id, earliest timestamp, provenance union, supersession by key), and every
+// change is published as agentmem.fact.v1 on memory.facts.<tenant>.<user>.
+package extract
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/agentmem/agentmem/internal/archive"
+	"github.com/agentmem/agentmem/internal/deadletter"
+	"github.com/agentmem/agentmem/internal/fact"
+	"github.com/agentmem/agentmem/internal/llm"
+	"github.com/agentmem/agentmem/internal/longterm"
+	"github.com/agentmem/agentmem/internal/session"
+	"github.com/agentmem/agentmem/internal/usage"
+	"github.com/agentmem/agentmem/internal/worker"
+	"github.com/agentmem/agentmem/pkg/events"
+	"github.com/agentmem/agentmem/pkg/memory"
+)
+
+// Chat is what the extractor needs of an LLM.
+type Chat interface {
+	Complete(ctx context.Context, req llm.Request) (llm.Response, error)
+}
+
+var _ Chat = (*llm.Client)(nil)
+
+// Config configures the extractor.
+type Config struct {
+	// Topology names the streams, buckets and consumers.
+	Topology events.Topology
+	// Concurrency bounds the triggers handled at once per consumer (default 4).
+	Concurrency int
+	// MinConfidence drops candidates below it (default 0.5).
+	MinConfidence float64
+	// Source is the CloudEvents source of fact events ("agentmem/extractor").
+	Source string
+	// Tokenizer counts a fact's tokens ("estimate").
+	Tokenizer string
+}
+
+// errNotApplied: ingest has not decided the session up to the trigger yet.
+var errNotApplied = errors.New("extract: ingest has not applied the session up to the trigger yet")
+
+// Worker is the extractor.
+type Worker struct {
+	cfg      Config
+	js       jetstream.JetStream
+	store    *longterm.Store
+	sessions *session.Store
+	usage    *usage.Store
+	reader   *archive.Reader
+	chat     Chat
+	model    string
+	counter  memory.Counter
+	ends     *worker.Worker
+	sums     *worker.Worker
+	log      zerolog.Logger
+}
+
+// New returns an extractor using chat (model names it), or the offline rules when chat is nil.
+// It creates its consumers.
+func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, model string, log zerolog.Logger) (*Worker, error) {
+	if cfg.Topology.Prefix == "" {
+		cfg.Topology = events.DefaultTopology()
+	}
+	if err := cfg.Topology.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 4
+	}
+	if cfg.MinConfidence == 0 {
+		cfg.MinConfidence = 0.5
+	}
+	if cfg.Source == "" {
+		cfg.Source = "agentmem/extractor"
+	}
+	counter, err := memory.NewCounter(cfg.Tokenizer)
+	if err != nil {
+		return nil, err
+	}
+	topo := cfg.Topology
+	store, err := longterm.Open(ctx, js, topo)
+	if err != nil {
+		return nil, err
+	}
+	sessions, err := session.NewStore(ctx, js, topo)
+	if err != nil {
+		return nil, err
+	}
+	us, err := usage.Open(ctx, js, topo)
+	if err != nil {
+		return nil, err
+	}
+	if err := events.EnsureConsumers(ctx, js, topo.TurnsStream(), topo.ExtractorEndConsumerConfig()); err != nil {
+		return nil, err
+	}
+	if err := events.EnsureConsumers(ctx, js, topo.SummaryStream(), topo.ExtractorSummaryConsumerConfig()); err != nil {
+		return nil, err
+	}
+	w := &Worker{
+		cfg: cfg, js: js, store: store, sessions: sessions, usage: us, chat: chat, model: model, counter: counter,
+		reader: archive.NewReader(js, topo.TurnsStream()),
+		log:    log.With().Str("component", "extractor").Logger(),
+	}
+	dlq := deadletter.NewWriter(js, 0)
+	place := func(m jetstream.Msg) (string, string) {
+		parts := strings.Split(m.Subject(), ".")
+		if len(parts) == 5 {
+			return parts[3], parts[4]
+		}
+		return "", ""
+	}
+	w.ends = worker.New(worker.Config{
+		Name: "extractor-ends", Stream: topo.TurnsStream(), Consumer: topo.ExtractorEndConsumer(),
+		Concurrency: cfg.Concurrency, MaxDeliver: events.WorkerMaxDeliver, Place: place,
+	}, js, dlq, w.handleEnd, log)
+	w.sums = worker.New(worker.Config{
+		Name: "extractor-summaries", Stream: topo.SummaryStream(), Consumer: topo.ExtractorSummaryConsumer(),
+		Concurrency: cfg.Concurrency, MaxDeliver: events.WorkerMaxDeliver, Place: place,
+	}, js, dlq, w.handleSummary, log)
+	return w, nil
+}
+
+// Run extracts until ctx is cancelled, then drains both consumers.
+func (w *Worker) Run(ctx context.Context) error {
+	errs := make(chan error, 2)
+	go func() { errs <- w.ends.Run(ctx) }()
+	go func() { errs <- w.sums.Run(ctx) }()
+	return errors.Join(<-errs, <-errs)
+}
+
+// sessionOf reads "<p>.memory.<kind>.<tenant>.<session>".
+func sessionOf(subject string) (session.Key, error) {
+	parts := strings.Split(subject, ".")
+	if len(parts) != 5 || parts[1] != "memory" {
+		return session.Key{}, fmt.Errorf("%w: subject %q is not <p>.memory.<kind>.<tenant>.<session>", events.ErrInvalid, subject)
+	}
+	return session.Key{Tenant: parts[3], Session: parts[4]}, nil
+}
+
+func (w *Worker) handleEnd(ctx context.Context, m jetstream.Msg) error {
+	if m.Headers().Get("ce-type") != events.TypeSessionEnded {
+		return nil // turns are ingest's business
+	}
+	k, err := sessionOf(m.Subject())
+	if err != nil {
+		return nil // ingest dead-letters it
+	}
+	meta, err := m.Metadata()
+	if err != nil {
+		return err
+	}
+	return w.extract(ctx, k, meta.Sequence.Stream, meta.NumDelivered > 1, "session end")
+}
+
+func (w *Worker) handleSummary(ctx context.Context, m jetstream.Msg) error {
+	k, err := sessionOf(m.Subject())
+	if err != nil {
+		return err
+	}
+	ev, err := events.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+	if err != nil {
+		return err
+	}
+	sum, err := events.DecodeData[events.Summary](ev)
+	if err != nil {
+		return err
+	}
+	if sum.LastSeq == 0 {
+		return nil // a summary without its range: the session end will extract
+	}
+	meta, err := m.Metadata()
+	if err != nil {
+		return err
+	}
+	return w.extract(ctx, k, sum.LastSeq, meta.NumDelivered > 1, "summary")
+}
+
+// extract extracts the facts of the session's applied turns up to seq that were not extracted yet.
+func (w *Worker) extract(ctx context.Context, k session.Key, upTo uint64, redelivered bool, trigger string) error {
+	st, err := w.sessions.Load(ctx, k, 0)
+	if err != nil {
+		return err
+	}
+	if st.Revision() == 0 || st.Header.User == "" {
+		if st.Header.LastSeq >= upTo {
+			return nil // nothing of this session was applied (or it was forgotten)
+		}
+		return fmt.Errorf("%w: %s at %d", errNotApplied, k, upTo)
+	}
+	if st.Header.LastSeq < upTo {
+		return fmt.Errorf("%w: %s decided up to %d, trigger at %d", errNotApplied, k, st.Header.LastSeq, upTo)
+	}
+	user := st.Header.User
+	from := uint64(1)
+	ref, err := w.store.SessionRef(ctx, k.Tenant, user, k.Session)
+	if err == nil {
+		from = ref.ExtractedSeq + 1
+	} else if !errors.Is(err, longterm.ErrNotFound) {
+		return err
+	}
+	if from > upTo {
+		return nil
+	}
+	subject := events.SessionFilter(k.Tenant, k.Session)
+	if st.Header.Partition >= 0 {
+		subject = events.PartitionedSubject(st.Header.Partition, k.Tenant, k.Session)
+	}
+	var turns []fact.Turn
+	var first, last time.Time
+	err = w.reader.Scan(ctx, subject, from, upTo, func(m *jetstream.RawStreamMsg) error {
+		if m.Header.Get("ce-type") != events.TypeTurn {
+			return nil
+		}
+		id := m.Header.Get("ce-id")
+		if !st.Seen(id) {
+			return nil // rejected by ingest
+		}
+		ev, err := events.Decode(&nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data})
+		if err != nil {
+			return nil
+		}
+		t, err := events.DecodeData[events.Turn](ev)
+		if err != nil || (t.Role != events.RoleUser && t.Role != events.RoleAssistant) {
+			return nil
+		}
+		at := ev.Time()
+		if at.IsZero() {
+			at = m.Time
+		}
+		at = at.UTC()
+		if first.IsZero() || at.Before(first) {
+			first = at
+		}
+		if at.After(last) {
+			last = at
+		}
+		turns = append(turns, fact.Turn{ID: id, Role: t.Role, Content: t.Content, Time: at})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	cands, extractor, err := w.candidates(ctx, k, turns)
+	if err != nil {
+		return err
+	}
+	stored := 0
+	for _, c := range cands {
+		if c.Confidence < w.cfg.MinConfidence {
+			continue
+		}
+		f := longterm.Fact{
+			ID: fact.ID(k.Tenant, user, c.Content), Tenant: k.Tenant, User: user, Content: c.Content,
+			Category: c.Category, Key: c.Key, Tokens: w.counter.Count(c.Content), ValidFrom: c.Time,
+			Provenance: c.Provenance, Sessions: []string{k.Session}, Confidence: c.Confidence, Extractor: extractor,
+		}
+		ch, err := w.store.AddFact(ctx, f)
+		if err != nil {
+			return err
+		}
+		if err := w.announce(ctx, k.Tenant, user, ch, redelivered); err != nil {
+			return err
+		}
+		stored++
+	}
+	if !first.IsZero() {
+		if err := w.store.TouchSession(ctx, k.Tenant, user, k.Session, first, last); err != nil {
+			return err
+		}
+	}
+	if err := w.store.MarkExtracted(ctx, k.Tenant, user, k.Session, upTo); err != nil {
+		return err
+	}
+	w.log.Debug().Str("tenant", k.Tenant).Str("session", k.Session).Str("trigger", trigger).Int("turns", len(turns)).
+		Int("facts", stored).Str("extractor", extractor).Msg("extracted")
+	return nil
+}
+
+// candidates runs the LLM extractor, or the rules offline.
+func (w *Worker) candidates(ctx context.Context, k session.Key, turns []fact.Turn) ([]fact.Candidate, string, error) {
+	if len(turns) == 0 {
+		return nil, "", nil
+	}
+	if w.chat == nil {
+		return fact.Rules(turns), "rules", nil
+	}
+	resp, err := w.chat.Complete(ctx, fact.Prompt(turns))
+	if resp.Usage.Calls > 0 {
+		if uerr := w.usage.Add(ctx, k.Tenant, k.Session, resp.Usage); uerr != nil {
+			w.log.Warn().Err(uerr).Msg("recording LLM usage")
+		}
+	}
+	if errors.Is(err, llm.ErrRejected) {
+		w.log.Error().Err(err).Str("session", k.Session).Msg("the LLM rejected the extraction; using the rules")
+		return fact.Rules(turns), "rules (llm rejected)", nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	cands, err := fact.Parse(resp.Content, turns)
+	if err != nil {
+		// A malformed answer is retried (the worker's backoff), then dead-lettered; nothing partial is stored.
+		return nil, "", err
+	}
+	return cands, "llm:" + w.model, nil
+}
+
+// announce publishes the fact events of one change. A first delivery publishes what changed; a
+// redelivery republishes everything (the ids are deterministic, so JetStream stores each once),
+// in case the previous attempt stored the change and died before publishing.
+func (w *Worker) announce(ctx context.Context, tenant, user string, ch longterm.FactChange, redelivered bool) error {
+	if ch.Added || redelivered {
+		op, id := events.FactAdded, "fact-added-"+ch.Fact.ID
+		if ch.SupersededBy != "" {
+			op, id = events.FactSuperseded, "fact-superseded-"+ch.Fact.ID+"-"+ch.SupersededBy
+		}
+		if err := w.publishFact(ctx, tenant, user, id, op, ch.Fact); err != nil {
+			return err
+		}
+	}
+	for _, old := range ch.Superseded {
+		if err := w.publishFact(ctx, tenant, user, "fact-superseded-"+old.ID+"-"+old.SupersededBy, events.FactSuperseded, old); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *Worker) publishFact(ctx context.Context, tenant, user, id, op string, f longterm.Fact) error {
+	ev, err := events.NewEvent(id, events.TypeFact, w.cfg.Source, f.ValidFrom, events.FactEvent{Op: op, Fact: f.Event()})
+	if err != nil {
+		return err
+	}
+	ev.SetSubject(user)
+	subject, err := events.FactSubject(tenant, user)
+	if err != nil {
+		return err
+	}
+	msg, err := events.BinaryMsg(subject, ev)
+	if err != nil {
+		return err
+	}
+	msg.Header.Set(events.HeaderMsgID, tenant+"."+user+"."+id)
+	if _, err := w.js.PublishMsg(ctx, msg); err != nil {
+		return fmt.Errorf("publishing fact event %s: %w", id, err)
+	}
+	return nil
+}

@@ -1,0 +1,201 @@
+// Package worker runs a handler over the messages of a durable JetStream consumer shared by any
+// number of processes, and acknowledges in one place:
+//
+//   - the handler returns nil: Ack;
+//   - it returns an error wrapping ErrPermanent or events.ErrInvalid (bad input, a request the
+//     LLM will never accept): a dead-letter record with the reason, then Term;
+//   - any other error: NakWithDelay with exponential backoff; on the consumer's last delivery the
+//     message is dead-lettered with the reason instead, so nothing disappears silently;
+//   - a panic: recovered, logged, and treated like a transient error.
+//
+// Long handlers keep their message with InProgress heartbeats. On shutdown the consumer is
+// drained and Run waits for the handlers in flight.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/agentmem/agentmem/internal/deadletter"
+	"github.com/agentmem/agentmem/pkg/events"
+)
+
+// ErrPermanent marks a failure that retrying cannot fix.
+var ErrPermanent = errors.New("worker: permanent failure")
+
+// Permanent wraps err so that the message is dead-lettered instead of retried.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrPermanent, err)
+}
+
+// Handler processes one message. It never acknowledges.
+type Handler func(ctx context.Context, m jetstream.Msg) error
+
+// Config configures a Worker.
+type Config struct {
+	// Name is the worker's component name in logs ("compressor").
+	Name string
+	// Stream and Consumer name the durable consumer, which must exist.
+	Stream, Consumer string
+	// Concurrency bounds the messages handled at once (default 4).
+	Concurrency int
+	// MaxDeliver is the consumer's MaxDeliver: the delivery that is dead-lettered on failure.
+	MaxDeliver int
+	// Heartbeat is how often a running handler extends its message's AckWait (default 30s).
+	Heartbeat time.Duration
+	// Timeout bounds one handler call (default 4 minutes).
+	Timeout time.Duration
+	// Place says where a message's dead letter goes (tenant and session; "" for memory.dlq._).
+	Place func(m jetstream.Msg) (tenant, session string)
+}
+
+// Worker consumes one durable consumer.
+type Worker struct {
+	cfg     Config
+	js      jetstream.JetStream
+	dlq     *deadletter.Writer
+	handler Handler
+	log     zerolog.Logger
+}
+
+// New returns a worker; Run starts it.
+func New(cfg Config, js jetstream.JetStream, dlq *deadletter.Writer, handler Handler, log zerolog.Logger) *Worker {
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 4
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = 30 * time.Second
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 4 * time.Minute
+	}
+	return &Worker{cfg: cfg, js: js, dlq: dlq, handler: handler, log: log.With().Str("component", cfg.Name).Logger()}
+}
+
+// Run handles messages until ctx is cancelled, then drains the consumer and waits for the
+// handlers in flight.
+func (w *Worker) Run(ctx context.Context) error {
+	cons, err := w.js.Consumer(ctx, w.cfg.Stream, w.cfg.Consumer)
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("binding consumer %q: %w", w.cfg.Consumer, err)
+	}
+	sem := make(chan struct{}, w.cfg.Concurrency)
+	var wg sync.WaitGroup
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			w.handle(m)
+		}()
+	}, jetstream.PullMaxMessages(w.cfg.Concurrency), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		w.log.Debug().Err(err).Msg("consume")
+	}))
+	if err != nil {
+		return fmt.Errorf("consuming %q: %w", w.cfg.Consumer, err)
+	}
+	w.log.Info().Str("consumer", w.cfg.Consumer).Msg("started")
+	<-ctx.Done()
+	cc.Drain()
+	<-cc.Closed()
+	wg.Wait()
+	w.log.Info().Msg("stopped")
+	return nil
+}
+
+func (w *Worker) handle(m jetstream.Msg) {
+	meta, err := m.Metadata()
+	if err != nil {
+		_ = m.Term()
+		return
+	}
+	log := w.log.With().Str("subject", m.Subject()).Uint64("stream_seq", meta.Sequence.Stream).Uint64("delivered", meta.NumDelivered).Logger()
+	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.Timeout)
+	defer cancel()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		t := time.NewTicker(w.cfg.Heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				_ = m.InProgress()
+			case <-stop:
+				return
+			}
+		}
+	}()
+	err = w.call(ctx, m)
+	switch {
+	case err == nil:
+		if err := m.DoubleAck(ctx); err != nil {
+			log.Warn().Err(err).Msg("ack not confirmed; the message may be redelivered (handlers are idempotent)")
+		}
+	case errors.Is(err, ErrPermanent) || errors.Is(err, events.ErrInvalid):
+		log.Warn().Err(err).Msg("dead-lettered")
+		w.deadLetter(m, meta, err.Error())
+	case w.cfg.MaxDeliver > 0 && meta.NumDelivered >= uint64(w.cfg.MaxDeliver):
+		log.Error().Err(err).Msg("last delivery failed; dead-lettered")
+		w.deadLetter(m, meta, fmt.Sprintf("failed on all %d deliveries; last error: %v", meta.NumDelivered, err))
+	default:
+		log.Warn().Err(err).Msg("failed; will retry")
+		_ = m.NakWithDelay(Backoff(meta.NumDelivered))
+	}
+}
+
+func (w *Worker) call(ctx context.Context, m jetstream.Msg) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return w.handler(ctx, m)
+}
+
+func (w *Worker) deadLetter(m jetstream.Msg, meta *jetstream.MsgMetadata, reason string) {
+	var tenant, sess string
+	if w.cfg.Place != nil {
+		tenant, sess = w.cfg.Place(m)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := w.dlq.Write(ctx, deadletter.Record{
+		Msg:    natsMsg(m),
+		Tenant: tenant, Session: sess, Stream: meta.Stream, Seq: meta.Sequence.Stream,
+		Consumer: meta.Consumer, Delivered: meta.NumDelivered, Reason: reason,
+	})
+	if err != nil {
+		w.log.Error().Err(err).Msg("dead letter not written; the message will be redelivered")
+		_ = m.NakWithDelay(Backoff(meta.NumDelivered))
+		return
+	}
+	_ = m.TermWithReason(reason)
+}
+
+// Backoff is the redelivery delay after the n-th failed delivery: 1s doubling to 5 minutes.
+func Backoff(n uint64) time.Duration {
+	d := time.Second
+	for i := uint64(1); i < n && d < 5*time.Minute; i++ {
+		d *= 2
+	}
+	return min(d, 5*time.Minute)
+}
+
+func natsMsg(m jetstream.Msg) *nats.Msg {
+	return &nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}
+}

@@ -264,6 +264,10 @@ func (w *Worker) extract(ctx context.Context, k session.Key, upTo uint64, redeli
 	if err != nil {
 		return err
 	}
+	text := make(map[string]string, len(turns))
+	for _, t := range turns {
+		text[t.ID] = t.Content
+	}
 	stored := 0
 	for _, c := range cands {
 		if c.Confidence < w.cfg.MinConfidence {
@@ -273,6 +277,7 @@ func (w *Worker) extract(ctx context.Context, k session.Key, upTo uint64, redeli
 			ID: fact.ID(k.Tenant, user, c.Content), Tenant: k.Tenant, User: user, Content: c.Content,
 			Category: c.Category, Key: c.Key, Tokens: w.counter.Count(c.Content), ValidFrom: c.Time,
 			Provenance: c.Provenance, Sessions: []string{k.Session}, Confidence: c.Confidence, Extractor: extractor,
+			Metadata: map[string]any{"source_text": sourceText(c.Provenance, text)},
 		}
 		ch, err := w.store.AddFact(ctx, f)
 		if err != nil {
@@ -294,6 +299,34 @@ func (w *Worker) extract(ctx context.Context, k session.Key, upTo uint64, redeli
 	w.log.Debug().Str("tenant", k.Tenant).Str("session", k.Session).Str("trigger", trigger).Int("turns", len(turns)).
 		Int("facts", stored).Str("extractor", extractor).Msg("extracted")
 	return nil
+}
+
+// sourceTextLimit bounds the words of the stating turns kept with a fact.
+const sourceTextLimit = 600
+
+// sourceText is what the turns behind a fact said, kept with the fact so that a search in the
+// user's words finds it even when the fact is phrased differently ("I love writing Go, it's my
+// favourite language" behind "The user loves writing Go").
+func sourceText(provenance []string, text map[string]string) string {
+	var b strings.Builder
+	for _, id := range provenance {
+		t := strings.Join(strings.Fields(text[id]), " ")
+		if t == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString(" | ")
+		}
+		b.WriteString(t)
+		if b.Len() >= sourceTextLimit {
+			break
+		}
+	}
+	r := []rune(b.String())
+	if len(r) > sourceTextLimit {
+		r = r[:sourceTextLimit]
+	}
+	return string(r)
 }
 
 // candidates runs the LLM extractor, or the rules offline.

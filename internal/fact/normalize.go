@@ -47,7 +47,7 @@ func Normalize(s string) string {
 			write('s')
 			write('s')
 			continue
-		case (r == '#' || r == '+') && !pending && (unicode.IsLetter(last) || unicode.IsDigit(last)):
+		case (r == '#' || r == '+') && !pending && (unicode.IsLetter(last) || unicode.IsDigit(last) || last == '+'):
 			write(r)
 			continue
 		case r == '+':

@@ -82,7 +82,7 @@ func extract(text string) []found {
 // starting at the same place, the rule listed first wins.
 func matchClause(c string) (found, bool) {
 	c = strings.TrimSpace(c)
-	if utf8.RuneCountInString(c) < 2 || conditionalStart(c) {
+	if utf8.RuneCountInString(c) < 2 || conditionalStart(c) || sensitive(c) {
 		return found{}, false
 	}
 	type hit struct {
@@ -261,7 +261,7 @@ var (
 	// Clause punctuation.
 	reClausePunct = regexp.MustCompile(`[，：()（）\[\]【】]|:(?:\s|$)|\s[-–—]+\s|—|\.\.\.`)
 	// English connectives that start a new clause; the connective stays at its start.
-	reEnglishStop = regexp.MustCompile(`(?i)\s(?:but|because|cause|although|though|so|since|considering|given|now\s+that|when|whenever|if|unless|whether|while|whereas|until|except|and\s+(?:i|i'm|i've|i'd|i'll|my|we|we're|we've|our|it|it's|that|then|also|now|so|yet|they|she|he|for|don't|do|would|need|needs|want|wants|have|had|am|was|will|can|can't|could|should|plan|hope|think|really|just|still)|or\s+(?:i|we|my))\b`)
+	reEnglishStop = regexp.MustCompile(`(?i)\s(?:but|because|cause|although|though|so\s+(?:i|i'm|i've|i'd|i'll|we|we're|it|it's|that|my|they|he|she|you)|since|considering|given|now\s+that|when|whenever|if|unless|whether|while|whereas|until|except|and\s+(?:i|i'm|i've|i'd|i'll|my|we|we're|we've|our|it|it's|that|then|also|now|so|yet|they|she|he|for|don't|do|would|need|needs|want|wants|have|had|am|was|will|can|can't|could|should|plan|hope|think|really|just|still)|or\s+(?:i|we|my))\b`)
 	// Words after which a connective is part of a phrase: "a while", "even so", "ever since".
 	reNotStopEN = regexp.MustCompile(`(?i)\b(?:a|even|ever|just|only|and|or|not|long|soon|as|if)$`)
 	// Chinese connectives that start a new clause.

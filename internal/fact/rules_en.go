@@ -154,7 +154,7 @@ var englishRules = []rule{
 		}
 		return found{content: "The user's " + thing + " " + verb + " " + obj, category: CategoryProject, key: key, confidence: 0.8}, true
 	}),
-	en("we-use", `\bwe\s+{ADV}(use|are\s+using|'re\s+using)\s+(.+?)(?:\s+(for|as)\s+(.+))?$`, func(g []string) (found, bool) {
+	en("we-use", `\bwe(?:'re|\s+are)?\s+{ADV}(use|using)\s+(.+?)(?:\s+(for|as)\s+(.+))?$`, func(g []string) (found, bool) {
 		tool, ok := cleanEN(g[2])
 		if !ok || vagueEN(tool) || reVagueTool.MatchString(tool) {
 			return found{}, false

@@ -15,9 +15,9 @@ var lifeRules = []rule{
 	en("been-into", `\bi(?:'ve|\s+have)\s+{ADV}been\s+{ADV}(?:really\s+)?into\s+(.+)$`, func(g []string) (found, bool) {
 		return lifeEN("The user has been into ", g[1], CategoryPreference, 0.6)
 	}),
-	en("been-doing", `\bi(?:'ve|\s+have)\s+{ADV}been\s+{ADV}([a-z]+ing)\s+(.+)$`, func(g []string) (found, bool) {
-		verb := strings.ToLower(g[1])
-		if notOngoingEN[verb] {
+	en("been-doing", `\bi(?:'ve|\s+have)\s+{ADV}been\s+{ADV}([a-z]+ing(?:\s+(?:up|out|in|off|back|down))?)\s+(.+)$`, func(g []string) (found, bool) {
+		verb := strings.ToLower(strings.Join(strings.Fields(g[1]), " "))
+		if notOngoingEN[strings.Fields(verb)[0]] {
 			return found{}, false
 		}
 		return lifeEN("The user has been "+verb+" ", g[2], CategoryOther, 0.55)
@@ -29,7 +29,7 @@ var lifeRules = []rule{
 		}
 		return eventEN("The user "+adv+strings.ToLower(strings.Join(strings.Fields(g[2]), " "))+" ", g[3])
 	}),
-	en("past", `\bi\s+(finished|completed|graduated\s+from|adopted|bought|started|got\s+married|got\s+engaged|earned|passed)\s+(.+)$`, func(g []string) (found, bool) {
+	en("past", `\bi\s+(finished|completed|graduated\s+from|adopted|bought|started|got\s+married|got\s+engaged|earned|passed|met|went\s+to|attended|visited|joined|upgraded\s+to|switched\s+to|signed\s+up\s+for|volunteered\s+at)\s+(.+)$`, func(g []string) (found, bool) {
 		return eventEN("The user "+strings.ToLower(strings.Join(strings.Fields(g[1]), " "))+" ", g[2])
 	}),
 	en("have", `\bi(?:\s+have|'ve\s+got|\s+have\s+got|\s+own|\s+currently\s+have|\s+now\s+have|\s+still\s+have)\s+(.+)$`, func(g []string) (found, bool) {
@@ -114,7 +114,8 @@ var (
 	notEventEN    = set("back", "home", "it", "to", "around", "into", "here", "there", "off", "up", "done", "used", "over",
 		"through", "this", "that", "them", "started", "going", "rid", "lucky", "caught", "stuck", "sick", "tired", "bored",
 		"confused", "lost", "a", "an", "the", "some", "my", "their", "at", "from", "for", "online", "in", "on", "with",
-		"by", "of", "about", "so", "really", "too", "very", "seriously")
+		"by", "of", "about", "so", "really", "too", "very", "seriously", "last", "recently", "yesterday", "today",
+		"tonight", "earlier", "ago", "once", "twice", "before", "again", "already", "next", "soon", "later")
 )
 
 // lifeEN is a broad pattern's object check: concrete, not pointing elsewhere, at most 15 words.
@@ -160,7 +161,7 @@ func thirdPersonEN(verb string) string {
 // non-stop", "25 titles on it", "learning a lot from her".
 func leansEN(obj string) bool {
 	for _, x := range wordsEN(obj) {
-		if set("it", "this", "that", "them", "these", "those", "her", "him", "his", "she", "he", "there", "here")[x] {
+		if set("it", "this", "them", "these", "those", "her", "him", "his", "she", "he", "there", "here")[x] {
 			return true
 		}
 	}

@@ -187,7 +187,7 @@ var chineseRules = []rule{
 		if !ok {
 			return found{}, false
 		}
-		r, _ := utf8.DecodeRuneInString(obj)
+		r, _ := utf8.DecodeRuneInString(strings.TrimSpace(obj))
 		if r >= utf8.RuneSelf || !(unicode.IsLetter(r) || unicode.IsDigit(r)) {
 			return found{}, false
 		}
@@ -202,6 +202,9 @@ var chineseRules = []rule{
 		return found{content: "用户的团队" + g[1] + obj, category: CategoryProject, key: key, confidence: 0.7}, true
 	}),
 }
+
+// closersZH are closing brackets and quotes, which stay at the end of an object (《三体》).
+const closersZH = "》」』”’）)\"'】"
 
 var (
 	reParticleZH    = regexp.MustCompile(`(?:了|啊|呀|哦|噢|喔|呢|吧|嘛|啦|哈+|呵+|哟|嗯|～|~|\s)+$`)
@@ -219,7 +222,8 @@ func cleanZH(s string) (string, bool) {
 	s = strings.TrimSpace(s)
 	for {
 		t := strings.TrimRightFunc(s, func(r rune) bool {
-			return unicode.IsSpace(r) || unicode.IsPunct(r) || unicode.Is(unicode.So, r)
+			return unicode.IsSpace(r) || unicode.Is(unicode.So, r) ||
+				unicode.IsPunct(r) && !strings.ContainsRune(closersZH, r)
 		})
 		t = reParticleZH.ReplaceAllString(t, "")
 		if t == s {

@@ -49,7 +49,7 @@ func (c Config) withDefaults() Config {
 	if c.Temperature == 0 {
 		c.Temperature = DefaultTemperature
 	}
-	p := c.retryPolicy().withDefaults()
+	p := c.retryPolicy().WithDefaults()
 	c.MaxAttempts, c.MinBackoff, c.MaxBackoff = p.MaxAttempts, p.MinBackoff, p.MaxBackoff
 	return c
 }

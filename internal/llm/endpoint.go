@@ -129,9 +129,9 @@ func classify(ctx, actx context.Context, resp *http.Response, err error) (time.D
 			return 0, true, fmt.Errorf("%w: %v", ErrMalformed, err)
 		case code == http.StatusRequestTimeout || code == http.StatusConflict ||
 			code == http.StatusTooManyRequests || code >= 500:
-			return retryAfter(resp.Header, time.Now()), true, fmt.Errorf("status %d: %w", code, err)
+			return retryAfter(resp.Header, time.Now()), true, describeStatus(code, err)
 		case code >= 400:
-			return 0, false, fmt.Errorf("%w (status %d%s): %w", ErrRejected, code, describeAPIError(err), err)
+			return 0, false, fmt.Errorf("%w: %w", ErrRejected, describeStatus(code, err))
 		}
 	}
 	var urlErr *url.Error
@@ -143,13 +143,14 @@ func classify(ctx, actx context.Context, resp *http.Response, err error) (time.D
 	return 0, false, fmt.Errorf("%w: %w", ErrRejected, err)
 }
 
-// describeAPIError names the provider's error type, code and parameter (enumerations such as
-// "invalid_request_error" and "context_length_exceeded"), never its free-text message, which
-// may quote the request.
-func describeAPIError(err error) string {
+// describeStatus describes a failed HTTP answer: the SDK's *openai.Error (whose message is the
+// status line) with the provider's error type, code and parameter, enumerations such as
+// "invalid_request_error" and "context_length_exceeded" (never its free-text message, which may
+// quote the request), or the status code and err when the body held no OpenAI error object.
+func describeStatus(code int, err error) error {
 	var apiErr *openai.Error
 	if !errors.As(err, &apiErr) {
-		return ""
+		return fmt.Errorf("status %d: %w", code, err)
 	}
 	var desc string
 	for _, kv := range [][2]string{{"type", apiErr.Type}, {"code", apiErr.Code}, {"param", apiErr.Param}} {
@@ -157,5 +158,8 @@ func describeAPIError(err error) string {
 			desc += fmt.Sprintf(" %s=%q", kv[0], kv[1])
 		}
 	}
-	return desc
+	if desc == "" {
+		return err
+	}
+	return fmt.Errorf("%w (%s)", err, desc[1:])
 }

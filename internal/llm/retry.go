@@ -37,7 +37,8 @@ type RetryPolicy struct {
 	OnRetry func(attempt int, wait time.Duration, err error)
 }
 
-func (p RetryPolicy) withDefaults() RetryPolicy {
+// WithDefaults returns p with its zero fields set to the defaults.
+func (p RetryPolicy) WithDefaults() RetryPolicy {
 	if p.MaxAttempts == 0 {
 		p.MaxAttempts = DefaultMaxAttempts
 	}
@@ -53,7 +54,7 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 // Validate names the first field (after defaults) that cannot work: MaxAttempts below 1, a
 // negative MinBackoff, or a MaxBackoff below MinBackoff.
 func (p RetryPolicy) Validate() error {
-	p = p.withDefaults()
+	p = p.WithDefaults()
 	switch {
 	case p.MaxAttempts < 1:
 		return fmt.Errorf("MaxAttempts must be at least 1, got %d", p.MaxAttempts)
@@ -68,7 +69,7 @@ func (p RetryPolicy) Validate() error {
 // Backoff returns the jittered wait after the given failed attempt (1 for the first): a
 // uniformly random duration in [0, min(MaxBackoff, MinBackoff·2^(attempt-1))].
 func (p RetryPolicy) Backoff(attempt int) time.Duration {
-	p = p.withDefaults()
+	p = p.WithDefaults()
 	ceiling := p.MaxBackoff
 	if attempt < 1 {
 		attempt = 1
@@ -102,7 +103,7 @@ func (p RetryPolicy) wait(attempt int, retryAfter time.Duration) time.Duration {
 // an error wrapping ctx.Err() (and the last failure). It does not start an attempt once ctx is
 // done.
 func (p RetryPolicy) Do(ctx context.Context, fn func(attempt int) (retryAfter time.Duration, transient bool, err error)) error {
-	p = p.withDefaults()
+	p = p.WithDefaults()
 	var last error
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {

@@ -49,6 +49,9 @@ type Config struct {
 	CachedSessions int
 	// Concurrency bounds the requests handled at once (default 64).
 	Concurrency int
+	// MaxUserBytes caps the memory of the per-user long-term and archive views (default 512 MiB);
+	// the least recently used users are evicted first.
+	MaxUserBytes int
 	// Now is the clock used when a request has no "at" (default time.Now).
 	Now func() time.Time
 }
@@ -68,6 +71,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Concurrency == 0 {
 		c.Concurrency = 64
+	}
+	if c.MaxUserBytes == 0 {
+		c.MaxUserBytes = 512 << 20
 	}
 	if c.Now == nil {
 		c.Now = time.Now

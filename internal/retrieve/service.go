@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentmem/agentmem/internal/archive"
+	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
@@ -42,6 +43,9 @@ type Service struct {
 	store   *session.Store
 	reader  *archive.Reader
 	views   *viewCache
+	users   *userCache
+	long    *longterm.Store
+	js      jetstream.JetStream
 	counter memory.Counter
 	log     zerolog.Logger
 	sem     chan struct{}
@@ -62,7 +66,14 @@ func New(ctx context.Context, cfg Config, nc *nats.Conn, js jetstream.JetStream,
 	if err != nil {
 		return nil, err
 	}
+	long, err := longterm.Open(ctx, js, cfg.Topology)
+	if err != nil {
+		return nil, err
+	}
 	return &Service{
+		users:   newUserCache(cfg.MaxUserBytes),
+		long:    long,
+		js:      js,
 		cfg:     cfg,
 		nc:      nc,
 		store:   store,
@@ -77,6 +88,9 @@ func New(ctx context.Context, cfg Config, nc *nats.Conn, js jetstream.JetStream,
 // Start registers the micro service; requests are answered from when it returns until Run's
 // context is cancelled. ctx bounds the requests in flight.
 func (s *Service) Start(ctx context.Context) error {
+	if err := s.watch(ctx, s.js); err != nil {
+		return fmt.Errorf("watching memory changes: %w", err)
+	}
 	svc, err := micro.AddService(s.nc, micro.Config{
 		Name:        ServiceName,
 		Version:     Version,
@@ -209,15 +223,17 @@ func (s *Service) Retrieve(ctx context.Context, tenant string, req events.Retrie
 	}
 
 	var cands []candidate
-	for _, src := range sources {
-		switch src {
-		case memory.SourceShort:
-			if sv != nil {
-				cands = append(cands, s.shortCandidates(sv, req.Query, req.Session)...)
-			}
-		case memory.SourceLong, memory.SourceArchive:
-			// Long-term memory and the archive are served by later versions of the retriever.
+	// Short first: an id that is in short-term memory is reported from there.
+	if slices.Contains(sources, memory.SourceShort) && sv != nil {
+		cands = append(cands, s.shortCandidates(sv, req.Query, req.Session)...)
+	}
+	wantLong, wantArchive := slices.Contains(sources, memory.SourceLong), slices.Contains(sources, memory.SourceArchive)
+	if user != "" && (wantLong || wantArchive) {
+		more, rerr := s.userCandidates(ctx, userKey{tenant, user}, req.Query, at, wantLong, wantArchive)
+		if rerr != nil {
+			return reply, rerr
 		}
+		cands = append(cands, more...)
 	}
 
 	seen := map[string]bool{}
@@ -314,6 +330,51 @@ func (s *Service) shortCandidates(v *view, query, sessionID string) []candidate 
 		}
 	}
 	return out
+}
+
+// userCandidates scores a user's long-term memory and archive.
+func (s *Service) userCandidates(ctx context.Context, k userKey, query string, at time.Time, long, arch bool) ([]candidate, *Error) {
+	uv := s.users.get(k)
+	uv.mu.Lock()
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := uv.refreshLong(rctx, s.long); err != nil {
+		uv.mu.Unlock()
+		return nil, &Error{Code: 500, Message: "reading long-term memory: " + err.Error()}
+	}
+	var out []candidate
+	if long {
+		for id, k := range uv.longIdx.Score(query) {
+			e, ok := uv.long[id]
+			if !ok || k <= 0 || !uv.visibleAt(id, at) {
+				continue
+			}
+			sess, _ := e.Metadata["session"].(string)
+			out = append(out, candidate{entry: e, source: memory.SourceLong, session: sess, keyword: k})
+		}
+	}
+	if arch {
+		if err := uv.refreshArchive(rctx, s.store, s.reader); err != nil {
+			uv.mu.Unlock()
+			return nil, &Error{Code: 500, Message: "reading the archive: " + err.Error()}
+		}
+		for id, k := range uv.archIdx.Score(query) {
+			e, ok := uv.archive[id]
+			if !ok || k <= 0 {
+				continue
+			}
+			sess, _ := e.Metadata["session"].(string)
+			out = append(out, candidate{entry: e, source: memory.SourceArchive, session: sess, keyword: k})
+		}
+	}
+	sessions := make([]string, 0, len(uv.sessions))
+	for name := range uv.sessions {
+		sessions = append(sessions, name)
+	}
+	bytes := uv.bytes
+	uv.mu.Unlock()
+	s.users.noteSessions(uv, sessions, bytes)
+	return out, nil
 }
 
 func round(f float64) float64 {

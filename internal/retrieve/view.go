@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -30,6 +31,8 @@ type view struct {
 type turnText struct {
 	content  string
 	metadata map[string]any
+	role     string
+	at       time.Time
 }
 
 func newView(key session.Key) *view {
@@ -170,7 +173,11 @@ func decodeTurn(m *jetstream.RawStreamMsg) (turnText, error) {
 		md = clone(md)
 		md["tool"] = turn.Tool
 	}
-	return turnText{content: turn.Content, metadata: md}, nil
+	at := ev.Time()
+	if at.IsZero() {
+		at = m.Time
+	}
+	return turnText{content: turn.Content, metadata: md, role: turn.Role, at: at.UTC()}, nil
 }
 
 func clone(m map[string]any) map[string]any {

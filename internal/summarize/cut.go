@@ -83,17 +83,25 @@ func oneLine(s string) string {
 }
 
 // cutMiddle keeps the first head and the last tail runes of s with a cut marker line between
-// them, when that removes at least minCut runes; otherwise it returns s.
+// them, when that removes at least minCut runes; otherwise it returns s. The cut moves to a line
+// break when there is one in the last fifth of the head or the first fifth of the tail, so that
+// the lines kept are whole.
 func cutMiddle(s string, head, tail int) string {
 	head, tail = max(head, 0), max(tail, 0)
 	n := utf8.RuneCountInString(s)
 	if n-head-tail < minCut {
 		return s
 	}
-	cut := n - head - tail
 	headEnd := byteOffset(s, head)
-	tailStart := byteOffset(s, head+cut)
-	return s[:headEnd] + "\n" + cutMarker(cut) + "\n" + s[tailStart:]
+	if nl := strings.LastIndexByte(s[:headEnd], '\n'); nl >= 0 && nl >= byteOffset(s, head-head/5) {
+		headEnd = nl
+	}
+	tailStart := byteOffset(s, n-tail)
+	if nl := strings.IndexByte(s[tailStart:], '\n'); nl >= 0 && tailStart+nl < byteOffset(s, n-tail+tail/5) {
+		tailStart += nl + 1
+	}
+	cut := utf8.RuneCountInString(s[headEnd:tailStart])
+	return strings.TrimRight(s[:headEnd], "\n") + "\n" + cutMarker(cut) + "\n" + strings.TrimLeft(s[tailStart:], "\n")
 }
 
 // byteOffset returns the byte offset of the rune with index runes in s (len(s) past the end).

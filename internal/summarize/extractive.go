@@ -113,6 +113,13 @@ const (
 	cueBonus    = 0.5
 )
 
+// A sentence whose counted cost overruns the cap by at most roundingSlack tokens is tried
+// against the rendering's real count, at most maxExactChecks times per selection.
+const (
+	roundingSlack  = 3
+	maxExactChecks = 32
+)
+
 // candidate is a sentence competing for a place in the summary.
 type candidate struct {
 	unit, sent int
@@ -145,7 +152,7 @@ func selectUnits(units []unit, limit int, counter memory.Counter) []unit {
 	started := make([]bool, len(units))
 	var order []candidate // in the order picked: best first
 	have := make(map[string]struct{})
-	used := 0
+	used, checks := 0, 0
 	for _, c := range cands {
 		if c.score <= 0 {
 			break
@@ -158,13 +165,25 @@ func selectUnits(units []unit, limit int, counter memory.Counter) []unit {
 		if !started[c.unit] {
 			cost += labelCost[c.unit]
 		}
-		if used+cost > limit {
+		picked[c.unit][c.sent] = true
+		switch {
+		case used+cost <= limit:
+			used += cost
+		case used+cost <= limit+roundingSlack && checks < maxExactChecks:
+			// The sum of the parts' counts rounds up at every part; the rendering may still fit.
+			checks++
+			n := counter.Count(render(collect(units, picked)))
+			if n > limit {
+				picked[c.unit][c.sent] = false
+				continue
+			}
+			used = n
+		default:
+			picked[c.unit][c.sent] = false
 			continue
 		}
-		used += cost
 		have[text] = struct{}{}
 		started[c.unit] = true
-		picked[c.unit][c.sent] = true
 		order = append(order, c)
 	}
 	// The costs add up to at least the rendering's count for counters that are subadditive over

@@ -1,0 +1,358 @@
+package retrieve
+
+import (
+	"container/list"
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmem/agentmem/internal/archive"
+	"github.com/agentmem/agentmem/internal/longterm"
+	"github.com/agentmem/agentmem/internal/search"
+	"github.com/agentmem/agentmem/internal/session"
+	"github.com/agentmem/agentmem/pkg/events"
+	"github.com/agentmem/agentmem/pkg/memory"
+)
+
+// userKey identifies a user.
+type userKey struct{ tenant, user string }
+
+// userView is one user's long-term memory (facts and summaries) and archive (every turn the user
+// published that ingest applied), each with its keyword index. Watchers of the long-term and
+// session buckets mark it dirty; the next request refreshes only what changed.
+type userView struct {
+	mu  sync.Mutex
+	key userKey
+
+	longLoaded bool
+	longDirty  bool
+	facts      map[string]longterm.Fact
+	summaries  []memory.Entry
+	long       map[string]memory.Entry
+	longIdx    *search.Index
+
+	sessions map[string]*archiveSession
+	archive  map[string]memory.Entry
+	archIdx  *search.Index
+	bytes    int
+}
+
+// archiveSession is what the archive has read of one session.
+type archiveSession struct {
+	state   *session.State
+	scanned uint64
+	dirty   bool
+}
+
+func newUserView(k userKey) *userView {
+	return &userView{
+		key: k, long: map[string]memory.Entry{}, longIdx: search.NewIndex(),
+		sessions: map[string]*archiveSession{}, archive: map[string]memory.Entry{}, archIdx: search.NewIndex(),
+	}
+}
+
+// refreshLong reloads facts, summaries and the session list when they changed.
+func (u *userView) refreshLong(ctx context.Context, store *longterm.Store) error {
+	if u.longLoaded && !u.longDirty {
+		return nil
+	}
+	u.longDirty = false
+	recs, err := store.User(ctx, u.key.tenant, u.key.user)
+	if err != nil {
+		u.longDirty = true
+		return err
+	}
+	covered := map[string]bool{}
+	for _, s := range recs.Summaries {
+		for _, id := range s.Replaces {
+			covered[id] = true
+		}
+	}
+	long := map[string]memory.Entry{}
+	for _, f := range recs.Facts {
+		md := map[string]any{"category": f.Category, "confidence": f.Confidence, "extractor": f.Extractor}
+		if src, ok := f.Metadata["source_text"].(string); ok {
+			md["source_text"] = src
+		}
+		if f.Key != "" {
+			md["key"] = f.Key
+		}
+		if f.ValidTo != nil {
+			md["valid_to"] = f.ValidTo.UTC()
+		}
+		if f.SupersededBy != "" {
+			md["superseded_by"] = f.SupersededBy
+		}
+		long[f.ID] = memory.Entry{ID: f.ID, Type: memory.Fact, Content: f.Content, Timestamp: f.ValidFrom.UTC(),
+			Tokens: f.Tokens, Provenance: f.Provenance, Metadata: md}
+	}
+	u.facts = make(map[string]longterm.Fact, len(recs.Facts))
+	for _, f := range recs.Facts {
+		u.facts[f.ID] = f
+	}
+	u.summaries = u.summaries[:0]
+	for _, s := range recs.Summaries {
+		if covered[s.ID] {
+			continue
+		}
+		md := map[string]any{"summarizer": s.Summarizer, "session": s.Session}
+		e := memory.Entry{ID: s.ID, Type: memory.Summary, Content: s.Content, Timestamp: s.Timestamp.UTC(),
+			Tokens: s.Tokens, Provenance: s.Provenance, Metadata: md}
+		long[s.ID] = e
+		u.summaries = append(u.summaries, e)
+	}
+	for id := range u.long {
+		if _, ok := long[id]; !ok {
+			u.longIdx.Remove(id)
+		}
+	}
+	for id, e := range long {
+		if old, ok := u.long[id]; !ok || old.Content != e.Content {
+			u.longIdx.Add(id, searchText(e))
+		}
+	}
+	u.long = long
+	for _, r := range recs.Sessions {
+		if _, ok := u.sessions[r.Session]; !ok {
+			u.sessions[r.Session] = &archiveSession{
+				state: session.NewState(session.Key{Tenant: u.key.tenant, Session: r.Session}, 0), dirty: true,
+			}
+		}
+	}
+	u.longLoaded = true
+	return nil
+}
+
+// visibleAt reports whether a long-term entry is visible at t: summaries always (their time is
+// checked by the caller), facts only while they were valid.
+func (u *userView) visibleAt(id string, t time.Time) bool {
+	if f, ok := u.facts[id]; ok {
+		return f.LiveAt(t)
+	}
+	return true
+}
+
+// refreshArchive reads the turns of every session that changed since the last request.
+func (u *userView) refreshArchive(ctx context.Context, store *session.Store, reader *archive.Reader) error {
+	for _, as := range u.sessions {
+		if !as.dirty {
+			continue
+		}
+		if _, err := store.Refresh(ctx, as.state); err != nil {
+			return err
+		}
+		h := as.state.Header
+		if h.User != "" && h.User != u.key.user {
+			// The index named a session another user owns: never show it.
+			as.dirty = false
+			continue
+		}
+		if h.LastSeq > as.scanned {
+			subject := events.SessionFilter(h.Tenant, h.Session)
+			if h.Partition >= 0 {
+				subject = events.PartitionedSubject(h.Partition, h.Tenant, h.Session)
+			}
+			err := reader.Scan(ctx, subject, as.scanned+1, h.LastSeq, func(m *jetstream.RawStreamMsg) error {
+				id := m.Header.Get("ce-id")
+				if m.Header.Get("ce-type") != events.TypeTurn || !as.state.Seen(id) {
+					return nil
+				}
+				if _, dup := u.archive[id]; dup {
+					return nil // a late copy of an applied turn
+				}
+				t, err := decodeTurn(m)
+				if err != nil {
+					return nil
+				}
+				e := memory.Entry{ID: id, Type: memory.TypeForRole(t.role), Role: t.role, Content: t.content,
+					Timestamp: t.at, Seq: m.Sequence, Metadata: withRole(t.metadata, t.role)}
+				e.Metadata = withSession(e.Metadata, h.Session)
+				u.archive[id] = e
+				u.archIdx.Add(id, e.Content)
+				u.bytes += len(e.Content) + len(id) + 64
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			as.scanned = h.LastSeq
+		}
+		as.dirty = false
+	}
+	return nil
+}
+
+// searchText is what a long-term entry is found by: its content and, for a fact, the words of
+// the turns that stated it and its key ("user.favorite_language" reads "favorite language").
+func searchText(e memory.Entry) string {
+	if e.Type != memory.Fact {
+		return e.Content
+	}
+	parts := []string{e.Content}
+	if src, ok := e.Metadata["source_text"].(string); ok && src != "" {
+		parts = append(parts, src)
+	}
+	if key, ok := e.Metadata["key"].(string); ok && key != "" {
+		parts = append(parts, strings.NewReplacer(".", " ", "_", " ").Replace(key))
+	}
+	return strings.Join(parts, "\n")
+}
+
+func withSession(md map[string]any, sess string) map[string]any {
+	out := clone(md)
+	out["session"] = sess
+	return out
+}
+
+// userCache keeps user views under a memory cap, least recently used evicted first.
+type userCache struct {
+	mu       sync.Mutex
+	maxBytes int
+	items    map[userKey]*list.Element
+	order    *list.List
+	// owners maps "<tenant>.<session>" to the users whose archive holds that session.
+	owners map[string][]userKey
+}
+
+func newUserCache(maxBytes int) *userCache {
+	return &userCache{maxBytes: maxBytes, items: map[userKey]*list.Element{}, order: list.New(), owners: map[string][]userKey{}}
+}
+
+func (c *userCache) get(k userKey) *userView {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[k]; ok {
+		c.order.MoveToFront(el)
+		return el.Value.(*userView)
+	}
+	v := newUserView(k)
+	c.items[k] = c.order.PushFront(v)
+	return v
+}
+
+// noteSessions records which sessions a view holds, for the session watcher, and evicts views
+// beyond the memory cap.
+func (c *userCache) noteSessions(v *userView, sessions []string, bytes int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range sessions {
+		key := v.key.tenant + "." + s
+		if !slices.Contains(c.owners[key], v.key) {
+			c.owners[key] = append(c.owners[key], v.key)
+		}
+	}
+	total := 0
+	for el := c.order.Front(); el != nil; el = el.Next() {
+		total += el.Value.(*userView).bytes
+	}
+	for total > c.maxBytes && c.order.Len() > 1 {
+		last := c.order.Back()
+		lv := last.Value.(*userView)
+		if lv == v {
+			break
+		}
+		total -= lv.bytes
+		c.order.Remove(last)
+		delete(c.items, lv.key)
+	}
+}
+
+// markLong marks a user's long-term memory changed.
+func (c *userCache) markLong(k userKey) {
+	c.mu.Lock()
+	el, ok := c.items[k]
+	c.mu.Unlock()
+	if !ok {
+		return
+	}
+	v := el.Value.(*userView)
+	v.mu.Lock()
+	v.longDirty = true
+	v.mu.Unlock()
+}
+
+// markSession marks a session changed in every view whose archive holds it.
+func (c *userCache) markSession(tenant, sess string) {
+	c.mu.Lock()
+	var views []*userView
+	for _, k := range c.owners[tenant+"."+sess] {
+		if el, ok := c.items[k]; ok {
+			views = append(views, el.Value.(*userView))
+		}
+	}
+	c.mu.Unlock()
+	for _, v := range views {
+		v.mu.Lock()
+		if as, ok := v.sessions[sess]; ok {
+			as.dirty = true
+		}
+		v.mu.Unlock()
+	}
+}
+
+// drop forgets a user's view entirely.
+func (c *userCache) drop(k userKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[k]; ok {
+		c.order.Remove(el)
+		delete(c.items, k)
+	}
+}
+
+// watch keeps the cache current: every change to the long-term bucket marks its user's view,
+// every session header update marks the views that hold the session.
+func (s *Service) watch(ctx context.Context, js jetstream.JetStream) error {
+	long, err := js.KeyValue(ctx, s.cfg.Topology.LongTermBucket())
+	if err != nil {
+		return err
+	}
+	sess, err := js.KeyValue(ctx, s.cfg.Topology.SessionBucket())
+	if err != nil {
+		return err
+	}
+	lw, err := long.WatchAll(ctx, jetstream.UpdatesOnly(), jetstream.IgnoreDeletes())
+	if err != nil {
+		return err
+	}
+	sw, err := sess.WatchAll(ctx, jetstream.UpdatesOnly())
+	if err != nil {
+		_ = lw.Stop()
+		return err
+	}
+	go func() {
+		defer func() { _ = lw.Stop(); _ = sw.Stop() }()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case e, ok := <-lw.Updates():
+				if !ok {
+					return
+				}
+				if e == nil {
+					continue
+				}
+				parts := strings.SplitN(e.Key(), ".", 3)
+				if len(parts) == 3 {
+					s.users.markLong(userKey{parts[0], parts[1]})
+				}
+			case e, ok := <-sw.Updates():
+				if !ok {
+					return
+				}
+				if e == nil {
+					continue
+				}
+				if t, sn, found := strings.Cut(e.Key(), "."); found {
+					s.users.markSession(t, sn)
+				}
+			}
+		}
+	}()
+	return nil
+}

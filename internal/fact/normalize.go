@@ -17,7 +17,7 @@ import (
 //   - letters are case-folded (simple Unicode case folding, plus ß and ẞ to "ss");
 //   - punctuation (ASCII and CJK: , . ! ? ; : 、 。 ！ ？ 「」 …), control and format characters
 //     (zero-width spaces, byte order marks) are removed; '#' and '+' right after a letter or
-//     digit stay, so that "C#" and "C++" do not collapse into "C";
+//     digit (or another '+') stay, so that "C#" and "C++" do not collapse into "C";
 //   - runs of white space become one space, and none is kept at either end or next to a Han,
 //     kana or Hangul character ("我 喜欢 Go" and "我喜欢Go" are the same fact).
 //

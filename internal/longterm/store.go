@@ -152,9 +152,18 @@ func (s *Store) get(ctx context.Context, key string, v any) (uint64, error) {
 	return e.Revision(), nil
 }
 
+// outcome is what update did.
+type outcome int
+
+const (
+	unchanged outcome = iota
+	created
+	changed
+)
+
 // update applies change to the record at key atomically: create when absent (init), else a
 // revision-checked update, retried on conflict. change reports whether it changed anything.
-func update[T any](ctx context.Context, s *Store, key string, init func() (T, bool), change func(*T) bool) (T, bool, error) {
+func update[T any](ctx context.Context, s *Store, key string, init func() (T, bool), change func(*T) bool) (T, outcome, error) {
 	var zero T
 	for range maxRetries {
 		var cur T
@@ -163,45 +172,45 @@ func update[T any](ctx context.Context, s *Store, key string, init func() (T, bo
 		case errors.Is(err, ErrNotFound):
 			v, ok := init()
 			if !ok {
-				return zero, false, nil
+				return zero, unchanged, ErrNotFound
 			}
 			data, err := json.Marshal(v)
 			if err != nil {
-				return zero, false, err
+				return zero, unchanged, err
 			}
 			if _, err := s.kv.Create(ctx, key, data); errors.Is(err, jetstream.ErrKeyExists) {
 				continue
 			} else if err != nil {
-				return zero, false, fmt.Errorf("creating %q: %w", key, err)
+				return zero, unchanged, fmt.Errorf("creating %q: %w", key, err)
 			}
-			return v, true, nil
+			return v, created, nil
 		case err != nil:
-			return zero, false, err
+			return zero, unchanged, err
 		}
 		if !change(&cur) {
-			return cur, false, nil
+			return cur, unchanged, nil
 		}
 		data, err := json.Marshal(cur)
 		if err != nil {
-			return zero, false, err
+			return zero, unchanged, err
 		}
 		if _, err := s.kv.Update(ctx, key, data, rev); errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
 			continue
 		} else if err != nil {
-			return zero, false, fmt.Errorf("updating %q: %w", key, err)
+			return zero, unchanged, fmt.Errorf("updating %q: %w", key, err)
 		}
-		return cur, true, nil
+		return cur, changed, nil
 	}
-	return zero, false, fmt.Errorf("updating %q: too many concurrent writers", key)
+	return zero, unchanged, fmt.Errorf("updating %q: too many concurrent writers", key)
 }
 
 // PutSummary stores a summary once (a second put of the same id changes nothing) and reports
 // whether it was new.
 func (s *Store) PutSummary(ctx context.Context, sum Summary) (bool, error) {
-	_, created, err := update(ctx, s, SummaryKey(sum.Tenant, sum.User, sum.ID),
+	_, out, err := update(ctx, s, SummaryKey(sum.Tenant, sum.User, sum.ID),
 		func() (Summary, bool) { return sum, true },
 		func(*Summary) bool { return false })
-	return created, err
+	return out == created, err
 }
 
 // Summary reads one summary.
@@ -275,7 +284,7 @@ type FactChange struct {
 // into the history when it is older, so the outcome does not depend on the order of arrival.
 func (s *Store) AddFact(ctx context.Context, f Fact) (FactChange, error) {
 	var ch FactChange
-	stored, created, err := update(ctx, s, FactKey(f.Tenant, f.User, f.ID),
+	stored, out, err := update(ctx, s, FactKey(f.Tenant, f.User, f.ID),
 		func() (Fact, bool) { return f, true },
 		func(cur *Fact) bool {
 			changed := false
@@ -300,7 +309,7 @@ func (s *Store) AddFact(ctx context.Context, f Fact) (FactChange, error) {
 	if err != nil {
 		return ch, err
 	}
-	ch.Added, ch.Fact = created, stored
+	ch.Added, ch.Fact = out == created, stored
 	if f.Key == "" || stored.Deleted {
 		return ch, nil
 	}
@@ -363,9 +372,10 @@ func (s *Store) supersede(ctx context.Context, tenant, user, id, newID string, v
 	return f, err
 }
 
-// DeleteFact marks one fact deleted (it stays in the history, no longer live).
+// DeleteFact marks one fact deleted (it stays in the history, no longer live); ErrNotFound when
+// there is no such fact.
 func (s *Store) DeleteFact(ctx context.Context, tenant, user, id string, at time.Time) (Fact, bool, error) {
-	return update(ctx, s, FactKey(tenant, user, id),
+	f, out, err := update(ctx, s, FactKey(tenant, user, id),
 		func() (Fact, bool) { return Fact{}, false },
 		func(cur *Fact) bool {
 			if cur.Deleted {
@@ -375,6 +385,7 @@ func (s *Store) DeleteFact(ctx context.Context, tenant, user, id string, at time
 			cur.Deleted, cur.ValidTo = true, &t
 			return true
 		})
+	return f, out == changed, err
 }
 
 // UserRecords are everything long-term memory holds of one user.

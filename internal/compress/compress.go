@@ -35,6 +35,7 @@ import (
 	"github.com/agentmem/agentmem/internal/deadletter"
 	"github.com/agentmem/agentmem/internal/llm"
 	"github.com/agentmem/agentmem/internal/longterm"
+	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/internal/summarize"
 	"github.com/agentmem/agentmem/internal/usage"
 	"github.com/agentmem/agentmem/internal/worker"
@@ -66,6 +67,7 @@ type Worker struct {
 	cfg      Config
 	js       jetstream.JetStream
 	store    *longterm.Store
+	sessions *session.Store
 	usage    *usage.Store
 	reader   *archive.Reader
 	llm      *summarize.Summarizer
@@ -108,12 +110,16 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 	if err != nil {
 		return nil, err
 	}
+	sessions, err := session.NewStore(ctx, js, cfg.Topology)
+	if err != nil {
+		return nil, err
+	}
 	topo := cfg.Topology
 	if err := events.EnsureConsumers(ctx, js, topo.PressureStream(), topo.CompressorConsumerConfig()); err != nil {
 		return nil, err
 	}
 	w := &Worker{
-		cfg: cfg, js: js, store: store, usage: us,
+		cfg: cfg, js: js, store: store, usage: us, sessions: sessions,
 		reader:   archive.NewReader(js, topo.TurnsStream()),
 		fallback: summarize.New(cfg.Summarize, nil, ""),
 		log:      log.With().Str("component", "compressor").Logger(),
@@ -242,6 +248,14 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) error {
 			"language": res.Language, "pressure": p.Number, "map_calls": res.MapCalls, "reduce_calls": res.ReduceCalls,
 			"first_seq": p.FirstSeq, "last_seq": p.LastSeq, "tokens_before": tokens(entries),
 		},
+	}
+	// A session forgotten while the compression ran keeps nothing of it.
+	if h, _, err := w.sessions.Header(ctx, session.Key{Tenant: tenant, Session: sess}); err != nil || h.User != p.User {
+		if err != nil && !errors.Is(err, session.ErrNotFound) {
+			return err
+		}
+		w.log.Info().Str("tenant", tenant).Str("session", sess).Msg("session forgotten during compression; summary dropped")
+		return nil
 	}
 	if _, err := w.store.PutSummary(ctx, sum); err != nil {
 		return err

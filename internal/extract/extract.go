@@ -140,12 +140,18 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 	return w, nil
 }
 
-// Run extracts until ctx is cancelled, then drains both consumers.
+// Run serves the forget endpoint and extracts until ctx is cancelled, then stops the service
+// and drains both consumers.
 func (w *Worker) Run(ctx context.Context) error {
+	svc, err := w.startForget(ctx, w.js.Conn())
+	if err != nil {
+		return err
+	}
 	errs := make(chan error, 2)
 	go func() { errs <- w.ends.Run(ctx) }()
 	go func() { errs <- w.sums.Run(ctx) }()
-	return errors.Join(<-errs, <-errs)
+	err = errors.Join(<-errs, <-errs)
+	return errors.Join(err, svc.Stop())
 }
 
 // sessionOf reads "<p>.memory.<kind>.<tenant>.<session>".

@@ -91,6 +91,31 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := s.watch(ctx, s.js); err != nil {
 		return fmt.Errorf("watching memory changes: %w", err)
 	}
+	// A forgotten user's cached memory goes at once (its sessions' views are rebuilt from their
+	// tombstones on the next request).
+	sub, err := s.nc.Subscribe("memory.facts.*.*", func(m *nats.Msg) {
+		if m.Header.Get("ce-type") != events.TypeFact {
+			return
+		}
+		ev, err := events.Decode(m)
+		if err != nil {
+			return
+		}
+		fe, err := events.DecodeData[events.FactEvent](ev)
+		if err != nil || fe.Op != events.FactForgotten {
+			return
+		}
+		if tenant, user, ok := splitTwo(strings.TrimPrefix(m.Subject, "memory.facts.")); ok {
+			s.users.drop(userKey{tenant, user})
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("subscribing to forget events: %w", err)
+	}
+	go func() {
+		<-ctx.Done()
+		_ = sub.Unsubscribe()
+	}()
 	svc, err := micro.AddService(s.nc, micro.Config{
 		Name:        ServiceName,
 		Version:     Version,
@@ -375,6 +400,11 @@ func (s *Service) userCandidates(ctx context.Context, k userKey, query string, a
 	uv.mu.Unlock()
 	s.users.noteSessions(uv, sessions, bytes)
 	return out, nil
+}
+
+func splitTwo(s string) (string, string, bool) {
+	a, b, ok := strings.Cut(s, ".")
+	return a, b, ok && a != "" && b != "" && !strings.Contains(b, ".")
 }
 
 func round(f float64) float64 {

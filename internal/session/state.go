@@ -63,6 +63,7 @@ type Header struct {
 	FirstTurnAt   time.Time `json:"first_turn_at,omitzero"`
 	LastTurnAt    time.Time `json:"last_turn_at,omitzero"`
 	LastStoredAt  time.Time `json:"last_stored_at,omitzero"`
+	Forgotten     time.Time `json:"forgotten,omitzero"`
 	Head          string    `json:"head,omitempty"`
 	Chunks        int       `json:"chunks"`
 	Updated       time.Time `json:"updated,omitzero"`

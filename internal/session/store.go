@@ -86,13 +86,19 @@ func (st *Store) Refresh(ctx context.Context, s *State) (bool, error) {
 		return false, nil
 	}
 	var chain []Chunk
-	for key := h.Head; key != "" && key != s.Header.Head; {
+	key := h.Head
+	for key != "" && key != s.Header.Head {
 		c, err := st.chunk(ctx, key)
 		if err != nil {
 			return false, err
 		}
 		chain = append(chain, c)
 		key = c.Prev
+	}
+	if key != s.Header.Head {
+		// The stored chain does not extend what s holds (the session was forgotten and started
+		// again): rebuild from the first chunk.
+		*s = *NewState(s.Key, s.Short.Budget())
 	}
 	for i := len(chain) - 1; i >= 0; i-- {
 		for _, op := range chain[i].Ops {
@@ -228,4 +234,21 @@ func (st *Store) WatchHeader(ctx context.Context, key Key) (jetstream.KeyWatcher
 		return nil, fmt.Errorf("watching header %q: %w", key, err)
 	}
 	return w, nil
+}
+
+// Tombstone replaces a forgotten session's header by one that holds nothing but the watermark:
+// every message of the session up to lastSeq counts as decided, so turns in flight when the
+// session was forgotten are not applied again, while later turns start a new session. The write
+// is unconditional: forgetting wins over a concurrent writer, whose commit then conflicts.
+func (st *Store) Tombstone(ctx context.Context, key Key, lastSeq uint64) error {
+	h := Header{V: 1, Tenant: key.Tenant, Session: key.Session, Partition: -1, LastSeq: lastSeq,
+		Forgotten: st.now().UTC(), Updated: st.now().UTC()}
+	data, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	if _, err := st.headers.Put(ctx, key.String(), data); err != nil {
+		return fmt.Errorf("writing the tombstone of %q: %w", key, err)
+	}
+	return nil
 }

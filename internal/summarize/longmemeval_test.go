@@ -27,8 +27,9 @@ type lmeSession struct {
 }
 
 type lmeTurn struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role      string `json:"role"`
+	Content   string `json:"content"`
+	HasAnswer bool   `json:"has_answer"`
 }
 
 // loadLongMemEval returns the distinct sessions of the file, in first-seen order.
@@ -78,13 +79,78 @@ func turnTokens(turns []lmeTurn) int {
 	return n
 }
 
+// entriesOf returns turns as entries of session id.
+func entriesOf(id string, turns []lmeTurn) []memory.Entry {
+	entries := make([]memory.Entry, len(turns))
+	for i, tr := range turns {
+		entries[i] = memory.Entry{ID: fmt.Sprintf("%s-%d", id, i), Type: memory.TypeForRole(tr.Role),
+			Role: tr.Role, Content: tr.Content, Tokens: memory.Estimate(tr.Content)}
+	}
+	return entries
+}
+
+// measureEvidence logs how many evidence turns (has_answer) among the compressed turns keep at
+// least one of their sentences in the extractive summary, at the 2,000-token cap and at a
+// quarter of the compressed tokens.
+func measureEvidence(t *testing.T, s *Summarizer, sessions []lmeSession, recent int) {
+	for _, quarter := range []bool{false, true} {
+		var evidence, kept, sumBefore, sumAfter int
+		byRole := map[string][2]int{} // role → kept, evidence
+		for _, sess := range sessions {
+			old := sess.turns[:len(sess.turns)-recent]
+			if !slices.ContainsFunc(old, func(tr lmeTurn) bool { return tr.HasAnswer }) {
+				continue
+			}
+			before := turnTokens(old)
+			limit := 2000
+			if quarter {
+				limit = min(limit, max(before/4, 50))
+			}
+			res, err := s.Summarize(context.Background(), entriesOf(sess.id, old), limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sumBefore += before
+			sumAfter += memory.Estimate(res.Content)
+			for _, tr := range old {
+				if !tr.HasAnswer {
+					continue
+				}
+				evidence++
+				r := byRole[tr.Role]
+				r[1]++
+				for _, sent := range splitSentences(tr.Content, nil) {
+					if len(sent) >= 20 && strings.Contains(res.Content, sent) {
+						kept++
+						r[0]++
+						break
+					}
+				}
+				byRole[tr.Role] = r
+			}
+		}
+		name := "cap 2000"
+		if quarter {
+			name = "cap a quarter of the input"
+		}
+		if evidence == 0 {
+			t.Logf("%s: no evidence turn among the compressed turns", name)
+			continue
+		}
+		t.Logf("%s: %d of %d evidence turns (%.1f%%) keep a sentence (user %d/%d, assistant %d/%d); %d → %d tokens over their sessions",
+			name, kept, evidence, 100*float64(kept)/float64(evidence), byRole["user"][0], byRole["user"][1],
+			byRole["assistant"][0], byRole["assistant"][1], sumBefore, sumAfter)
+	}
+}
+
 // TestLongMemEvalCompression measures the extractive summariser on real conversations: the
 // five longest sessions (by tokens, among those with more than the six turns that stay
 // verbatim), and the five with the most turns, each compressed but for its last six turns into
 // at most 2,000 tokens. Run it with -v to see the numbers.
 func TestLongMemEvalCompression(t *testing.T) {
-	if testing.Short() {
-		t.Skip("reads 50 MB of JSON; skipped with -short")
+	if testing.Short() || raceEnabled {
+		t.Skip("a measurement that decodes 50 MB of JSON (half a minute under the race detector); " +
+			"run it with: go test -run LongMemEval -v ./internal/summarize/")
 	}
 	sessions, err := loadLongMemEval(longMemEvalPath)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -115,6 +181,7 @@ func TestLongMemEvalCompression(t *testing.T) {
 	})
 
 	s := New(Config{}, nil, "")
+	t.Run("evidence kept", func(t *testing.T) { measureEvidence(t, s, long, recent) })
 	for _, sel := range []struct {
 		name     string
 		sessions []lmeSession
@@ -127,14 +194,8 @@ func TestLongMemEvalCompression(t *testing.T) {
 			var sumBefore, sumAfter int
 			for _, sess := range sel.sessions {
 				old := sess.turns[:len(sess.turns)-recent]
-				entries := make([]memory.Entry, len(old))
-				before := 0
-				for i, tr := range old {
-					entries[i] = memory.Entry{ID: fmt.Sprintf("%s-%d", sess.id, i), Type: memory.TypeForRole(tr.Role),
-						Role: tr.Role, Content: tr.Content, Tokens: memory.Estimate(tr.Content)}
-					before += entries[i].Tokens
-				}
-				res, err := s.Summarize(context.Background(), entries, maxTokens)
+				before := turnTokens(old)
+				res, err := s.Summarize(context.Background(), entriesOf(sess.id, old), maxTokens)
 				if err != nil {
 					t.Fatal(err)
 				}

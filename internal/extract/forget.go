@@ -1,0 +1,228 @@
+package extract
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/agentmem/agentmem/internal/session"
+	"github.com/agentmem/agentmem/pkg/events"
+)
+
+// ServiceName is the micro service the extractor registers; its endpoint "forget" answers on
+// memory.forget.<tenant>.
+const ServiceName = "agentmem-extractor"
+
+// forgetGrace is how long Forget waits before its second pass, which removes what work in
+// flight (a compression or extraction that started before the forget) wrote meanwhile.
+const forgetGrace = 750 * time.Millisecond
+
+// Forget removes everything of one user: every session's short-term state (replaced by a
+// tombstone header so that turns in flight are not applied again), archived turns, pressure,
+// summary and fact events, dead letters, usage counters, facts, summaries and the session index
+// (purged, history included), then announces it with a "forgotten" fact event, which retrievers
+// use to drop their caches. It returns counts of what it removed.
+func (w *Worker) Forget(ctx context.Context, tenant, user string) (map[string]int, error) {
+	if err := events.ValidateToken("tenant", tenant); err != nil {
+		return nil, err
+	}
+	if err := events.ValidateToken("user", user); err != nil {
+		return nil, err
+	}
+	counts := map[string]int{}
+	for pass := range 2 {
+		if pass == 1 {
+			timer := time.NewTimer(forgetGrace)
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				return counts, ctx.Err()
+			case <-timer.C:
+			}
+		}
+		if err := w.forgetPass(ctx, tenant, user, counts); err != nil {
+			return counts, err
+		}
+	}
+	ev, err := events.NewEvent("forgotten-"+strconv.FormatInt(time.Now().UnixNano(), 36), events.TypeFact, w.cfg.Source, time.Now(),
+		events.FactEvent{Op: events.FactForgotten, Fact: events.Fact{ID: "user:" + user}})
+	if err != nil {
+		return counts, err
+	}
+	subject, _ := events.FactSubject(tenant, user)
+	msg, err := events.BinaryMsg(subject, ev)
+	if err != nil {
+		return counts, err
+	}
+	if _, err := w.js.PublishMsg(ctx, msg); err != nil {
+		return counts, fmt.Errorf("announcing the forget: %w", err)
+	}
+	// The announcement is for live subscribers; it is not kept as memory of the user.
+	if _, err := w.purge(ctx, w.cfg.Topology.FactStream(), subject); err != nil {
+		return counts, err
+	}
+	w.log.Info().Str("tenant", tenant).Str("user", user).Interface("forgotten", counts).Msg("user forgotten")
+	return counts, nil
+}
+
+func (w *Worker) forgetPass(ctx context.Context, tenant, user string, counts map[string]int) error {
+	topo := w.cfg.Topology
+	recs, err := w.store.User(ctx, tenant, user)
+	if err != nil {
+		return err
+	}
+	turnsInfo, err := w.streamLast(ctx, topo.TurnsStream())
+	if err != nil {
+		return err
+	}
+	var sessions []string
+	for _, r := range recs.Sessions {
+		sessions = append(sessions, r.Session)
+	}
+	for _, sess := range sessions {
+		k := session.Key{Tenant: tenant, Session: sess}
+		h, _, err := w.sessions.Header(ctx, k)
+		if err != nil && !errors.Is(err, session.ErrNotFound) {
+			return err
+		}
+		if err == nil && h.User != "" && h.User != user {
+			continue // the index named a session another user owns
+		}
+		if err := w.sessions.Tombstone(ctx, k, turnsInfo); err != nil {
+			return err
+		}
+		if n, err := w.purgeKV(ctx, topo.ChunkBucket(), tenant+"."+sess+".>"); err != nil {
+			return err
+		} else if n > 0 {
+			counts["sessions"]++
+		}
+		for _, p := range []struct{ name, stream, subject string }{
+			{"turns", topo.TurnsStream(), events.SessionFilter(tenant, sess)},
+			{"summary_events", topo.SummaryStream(), "*.memory.summaries." + tenant + "." + sess},
+			{"pressure_events", topo.PressureStream(), "memory.pressure." + tenant + "." + sess},
+			{"dead_letters", topo.DeadLetterStream(), "memory.dlq." + tenant + "." + sess},
+		} {
+			n, err := w.purge(ctx, p.stream, p.subject)
+			if err != nil {
+				return err
+			}
+			counts[p.name] += int(n)
+		}
+		if _, err := w.purgeKV(ctx, topo.UsageBucket(), tenant+"."+sess); err != nil {
+			return err
+		}
+	}
+	counts["facts"] += len(recs.Facts)
+	counts["summaries"] += len(recs.Summaries)
+	subject, _ := events.FactSubject(tenant, user)
+	n, err := w.purge(ctx, topo.FactStream(), subject)
+	if err != nil {
+		return err
+	}
+	counts["fact_events"] += int(n)
+	if _, err := w.store.Forget(ctx, tenant, user); err != nil {
+		return err
+	}
+	return nil
+}
+
+// streamLast is the last sequence of a stream.
+func (w *Worker) streamLast(ctx context.Context, name string) (uint64, error) {
+	s, err := w.js.Stream(ctx, name)
+	if err != nil {
+		return 0, fmt.Errorf("binding %q: %w", name, err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("reading %q: %w", name, err)
+	}
+	return info.State.LastSeq, nil
+}
+
+// purge removes every message on subject from a stream and returns how many there were.
+func (w *Worker) purge(ctx context.Context, stream, subject string) (uint64, error) {
+	s, err := w.js.Stream(ctx, stream)
+	if err != nil {
+		return 0, fmt.Errorf("binding %q: %w", stream, err)
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		return 0, fmt.Errorf("counting %s in %q: %w", subject, stream, err)
+	}
+	var n uint64
+	for _, c := range info.State.Subjects {
+		n += c
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if err := s.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
+		return 0, fmt.Errorf("purging %s from %q: %w", subject, stream, err)
+	}
+	return n, nil
+}
+
+// purgeKV removes keys matching pattern from a bucket, history included.
+func (w *Worker) purgeKV(ctx context.Context, bucket, pattern string) (uint64, error) {
+	return w.purge(ctx, "KV_"+bucket, "$KV."+bucket+"."+pattern)
+}
+
+// startForget registers the agentmem-extractor micro service with its forget endpoint.
+func (w *Worker) startForget(ctx context.Context, nc *nats.Conn) (micro.Service, error) {
+	svc, err := micro.AddService(nc, micro.Config{
+		Name: ServiceName, Version: "0.1.0",
+		Description: "agentmem fact extraction and forgetting: memory.forget.<tenant> removes everything of a user",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("registering %s: %w", ServiceName, err)
+	}
+	err = svc.AddEndpoint("forget", micro.HandlerFunc(func(req micro.Request) {
+		go w.serveForget(ctx, req)
+	}), micro.WithEndpointSubject("memory.forget.*"))
+	if err != nil {
+		_ = svc.Stop()
+		return nil, fmt.Errorf("adding endpoint forget: %w", err)
+	}
+	if err := nc.Flush(); err != nil {
+		_ = svc.Stop()
+		return nil, err
+	}
+	return svc, nil
+}
+
+func (w *Worker) serveForget(ctx context.Context, req micro.Request) {
+	fail := func(code int, field, msg string) {
+		body, _ := json.Marshal(events.ErrorBody{Error: events.ErrorDetail{Code: code, Field: field, Message: msg}})
+		_ = req.Error(strconv.Itoa(code), msg, body)
+	}
+	tenant, err := events.ParseTenantSubject("memory.forget", req.Subject())
+	if err != nil {
+		fail(400, "subject", err.Error())
+		return
+	}
+	fr, err := events.ParseForgetRequest(req.Data())
+	if err != nil {
+		var fe *events.FieldError
+		if errors.As(err, &fe) {
+			fail(400, fe.Field, fe.Message)
+			return
+		}
+		fail(400, "body", err.Error())
+		return
+	}
+	fctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	counts, err := w.Forget(fctx, tenant, fr.User)
+	if err != nil {
+		fail(500, "", "forgetting: "+err.Error())
+		return
+	}
+	_ = req.RespondJSON(events.ForgetReply{Forgotten: counts})
+}

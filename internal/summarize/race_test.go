@@ -1,0 +1,6 @@
+//go:build race
+
+package summarize
+
+// raceEnabled says that the tests run with the race detector.
+const raceEnabled = true

@@ -56,6 +56,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			searchCommand(out),
 			sessionCommand(out),
 			dlqCommand(out),
+			forgetCommand(out),
+			factsCommand(out),
+			usageCommand(out),
 		},
 		Exec: func(context.Context, []string) error { return flag.ErrHelp },
 	}

@@ -64,7 +64,7 @@ func Language(entries []memory.Entry) string {
 	}
 	for _, e := range entries {
 		if !isTool(e) {
-			count(e.Content)
+			count(stripMarker(e.Content))
 		}
 	}
 	if letters == 0 {

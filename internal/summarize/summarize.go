@@ -18,6 +18,8 @@ type Chat interface {
 	Complete(ctx context.Context, req llm.Request) (llm.Response, error)
 }
 
+var _ Chat = (*llm.Client)(nil)
+
 // Errors of Summarize.
 var (
 	// ErrNoEntries is returned for an empty list of entries.
@@ -107,7 +109,7 @@ type group struct {
 // first and is carried forward) into one summary of at most maxTokens tokens by cfg.Counter,
 // marker included.
 //
-// The entries are formatted one per line with position, time, role (and tool name) and text,
+// The entries are formatted one after another with position, time, role (and tool name) and text,
 // tool results cut to ToolHeadChars+ToolTailChars characters and conversation to
 // ConversationChars, and split in arrival order into groups of GroupSize. Map: each group is
 // summarised by one LLM call, at most Concurrency at a time; the partial summaries keep the
@@ -122,7 +124,9 @@ type group struct {
 // and never more than the cap. A single group gets the whole cap.
 //
 // Without an LLM the same steps run with Extractive: each group's best sentences within its
-// share, then the best of those within the cap; no calls are made and Usage is zero.
+// share, then the best of those within the cap, each line behind its role label. The user's
+// sentences weigh twice the assistant's and four times a tool's (see assistantWeight); repeated
+// lines are kept once. No calls are made, and Usage and the call counts are zero.
 //
 // It fails with ErrNoEntries for no entries, with ErrCap when maxTokens cannot hold the marker
 // and a token of text, with ctx's error when ctx is done, and with the wrapped error of the

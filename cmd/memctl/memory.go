@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/peterbourgon/ff/v3/ffcli"
+
+	"github.com/agentmem/agentmem/internal/longterm"
+	"github.com/agentmem/agentmem/internal/usage"
+	"github.com/agentmem/agentmem/pkg/events"
+	"github.com/agentmem/agentmem/pkg/memory"
+)
+
+func forgetCommand(out io.Writer) *ffcli.Command {
+	c := &common{}
+	var user string
+	return newCommand("forget", "--tenant T --user U", "remove everything agentmem holds of a user (through memory.forget.<tenant>)", c, out,
+		func(fs *flag.FlagSet) { fs.StringVar(&user, "user", "", "user to forget (required)") },
+		func(ctx context.Context, _ []string) error {
+			if user == "" {
+				return errors.New("--user is required")
+			}
+			nc, err := c.conn.Connect("memctl")
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			body, _ := json.Marshal(events.ForgetRequest{User: user})
+			ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+			defer cancel()
+			m, err := nc.RequestWithContext(ctx, "memory.forget."+c.tenant, body)
+			if err != nil {
+				return fmt.Errorf("requesting memory.forget.%s: %w", c.tenant, err)
+			}
+			if code := m.Header.Get("Nats-Service-Error-Code"); code != "" {
+				return fmt.Errorf("forget failed (%s): %s", code, m.Header.Get("Nats-Service-Error"))
+			}
+			var reply events.ForgetReply
+			if err := json.Unmarshal(m.Data, &reply); err != nil {
+				return fmt.Errorf("decoding reply: %w", err)
+			}
+			return c.print(reply, func(w io.Writer) {
+				keys := make([]string, 0, len(reply.Forgotten))
+				for k := range reply.Forgotten {
+					keys = append(keys, k)
+				}
+				slices.Sort(keys)
+				fmt.Fprintf(w, "forgot %s/%s:", c.tenant, user)
+				for _, k := range keys {
+					fmt.Fprintf(w, " %s=%d", k, reply.Forgotten[k])
+				}
+				fmt.Fprintln(w)
+			})
+		})
+}
+
+func factsCommand(out io.Writer) *ffcli.Command {
+	c := &common{}
+	var user string
+	var history bool
+	var page, size int
+	return newCommand("facts", "--tenant T --user U [--history] [--page N]", "list a user's live facts, or every version", c, out,
+		func(fs *flag.FlagSet) {
+			fs.StringVar(&user, "user", "", "user (required)")
+			fs.BoolVar(&history, "history", false, "every version: superseded and deleted facts too")
+			fs.IntVar(&page, "page", 1, "page number, from 1")
+			fs.IntVar(&size, "page-size", 50, "facts per page")
+		},
+		func(ctx context.Context, _ []string) error {
+			if user == "" {
+				return errors.New("--user is required")
+			}
+			js, nc, err := c.jetstream()
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			store, err := longterm.Open(ctx, js, c.topo.Events())
+			if err != nil {
+				return err
+			}
+			recs, err := store.User(ctx, c.tenant, user)
+			if err != nil {
+				return err
+			}
+			facts := recs.Facts
+			if !history {
+				facts = slices.DeleteFunc(facts, func(f longterm.Fact) bool { return !f.Live() })
+			}
+			slices.SortFunc(facts, func(a, b longterm.Fact) int { return a.ValidFrom.Compare(b.ValidFrom) })
+			total := len(facts)
+			from := min(max(page-1, 0)*size, total)
+			facts = facts[from:min(from+size, total)]
+			if facts == nil {
+				facts = []longterm.Fact{}
+			}
+			return c.print(map[string]any{"facts": facts, "total": total, "page": page}, func(w io.Writer) {
+				if total == 0 {
+					fmt.Fprintln(w, "no facts")
+				}
+				for _, f := range facts {
+					state := "live"
+					switch {
+					case f.Deleted:
+						state = "deleted"
+					case f.SupersededBy != "":
+						state = "superseded by " + f.SupersededBy + " on " + f.ValidTo.UTC().Format("2006-01-02")
+					}
+					key := ""
+					if f.Key != "" {
+						key = " [" + f.Key + "]"
+					}
+					fmt.Fprintf(w, "%s  %-10s %s%s\n    %s  (%s, from %s, turns %s)\n", f.ID, f.Category, f.Content, key,
+						state, f.Extractor, f.ValidFrom.UTC().Format("2006-01-02 15:04"), strings.Join(f.Provenance, ","))
+				}
+				if total > len(facts) {
+					fmt.Fprintf(w, "page %d of %d (%d facts)\n", page, (total+size-1)/size, total)
+				}
+			})
+		})
+}
+
+func usageCommand(out io.Writer) *ffcli.Command {
+	c := &common{}
+	var all bool
+	return newCommand("usage", "[--tenant T | --all]", "LLM calls and tokens per session and tenant", c, out,
+		func(fs *flag.FlagSet) { fs.BoolVar(&all, "all", false, "every tenant") },
+		func(ctx context.Context, _ []string) error {
+			js, nc, err := c.jetstream()
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			store, err := usage.Open(ctx, js, c.topo.Events())
+			if err != nil {
+				return err
+			}
+			tenant := c.tenant
+			if all {
+				tenant = ""
+			}
+			report, err := store.Report(ctx, tenant)
+			if err != nil {
+				return err
+			}
+			return c.print(report, func(w io.Writer) { printUsage(w, report) })
+		})
+}
+
+func printUsage(w io.Writer, r memory.UsageReport) {
+	line := func(label string, u memory.Usage) {
+		fmt.Fprintf(w, "%s Token 统计: 调用 %d 次 | 总输入: %d | 总输出: %d\n", label, u.Calls, u.InputTokens, u.OutputTokens)
+	}
+	for _, t := range r.Tenants {
+		for _, s := range t.Sessions {
+			line(fmt.Sprintf("  session %s/%s", t.Tenant, s.Session), s.Usage)
+		}
+		line("tenant "+t.Tenant, t.Usage)
+	}
+	line("total", r.Total)
+}

@@ -55,6 +55,8 @@ type Config struct {
 	Source string
 	// Timeout bounds one compression (default 4 minutes).
 	Timeout time.Duration
+	// Backoff is the redelivery delay after the n-th failed attempt (default worker.Backoff).
+	Backoff func(n uint64) time.Duration
 }
 
 // Chat is what the compressor needs of an LLM.
@@ -131,7 +133,7 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 	}
 	w.run = worker.New(worker.Config{
 		Name: "compressor", Stream: topo.PressureStream(), Consumer: topo.CompressorConsumer(),
-		Concurrency: cfg.Concurrency, MaxDeliver: events.WorkerMaxDeliver, Timeout: cfg.Timeout,
+		Concurrency: cfg.Concurrency, MaxDeliver: events.WorkerMaxDeliver, Timeout: cfg.Timeout, Backoff: cfg.Backoff,
 		Place: func(m jetstream.Msg) (string, string) {
 			t, s, _ := parsePressureSubject(m.Subject())
 			return t, s

@@ -58,6 +58,65 @@ type rule struct {
 	build func(g []string) (found, bool)
 	// latin rules must start at a word boundary of the clause.
 	latin bool
+	// hints are the words (latin rules) or strings one of which the clause must contain for
+	// the rule to be tried: a cheap filter, nil when unknown.
+	hints []string
+}
+
+// newRule compiles a rule and derives its hints from the pattern's leading literal or
+// alternation: `i\s+…` needs the word "i", `(?:就|还是)用…` needs 就 or 还是.
+func newRule(name, pattern string, latin bool, build func(g []string) (found, bool)) rule {
+	r := rule{name: name, build: build, latin: latin}
+	if latin {
+		r.re = regexp.MustCompile(`(?i)` + pattern)
+	} else {
+		r.re = regexp.MustCompile(pattern)
+	}
+	p := strings.TrimPrefix(pattern, `\b`)
+	if strings.HasPrefix(p, "(") {
+		end := strings.IndexByte(p, ')')
+		if end < 0 {
+			return r
+		}
+		for _, alt := range strings.Split(strings.TrimPrefix(p[1:end], "?:"), "|") {
+			if alt == "" || strings.ContainsAny(alt, `\()[]{}.*+?^$`) {
+				return r
+			}
+			r.hints = append(r.hints, alt)
+		}
+		return r
+	}
+	end := strings.IndexFunc(p, func(c rune) bool { return strings.ContainsRune(`\()[]{}.*+?^$|'`, c) })
+	if end < 0 {
+		end = len(p)
+	}
+	if end > 0 {
+		r.hints = []string{p[:end]}
+	}
+	return r
+}
+
+// applies reports whether a clause holds one of the rule's hints; words is the clause's
+// lower-case words (letters and digits, split at apostrophes too).
+func (r *rule) applies(c string, words map[string]bool) bool {
+	if r.hints == nil {
+		return true
+	}
+	for _, h := range r.hints {
+		if r.latin && words[h] || !r.latin && strings.Contains(c, h) {
+			return true
+		}
+	}
+	return false
+}
+
+// clauseWords returns the set of lower-case words of a clause.
+func clauseWords(c string) map[string]bool {
+	words := map[string]bool{}
+	for _, w := range strings.FieldsFunc(strings.ToLower(c), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		words[w] = true
+	}
+	return words
 }
 
 // extract runs every rule over every clause of one turn's text.
@@ -82,7 +141,7 @@ func extract(text string) []found {
 // starting at the same place, the rule listed first wins.
 func matchClause(c string) (found, bool) {
 	c = strings.TrimSpace(c)
-	if utf8.RuneCountInString(c) < 2 || conditionalStart(c) || sensitive(c) {
+	if utf8.RuneCountInString(c) < 2 || len(c) > maxClause || conditionalStart(c) || sensitive(c) {
 		return found{}, false
 	}
 	type hit struct {
@@ -90,8 +149,12 @@ func matchClause(c string) (found, bool) {
 		groups      []string
 	}
 	var hits []hit
+	words := clauseWords(c)
 	for i, r := range allRules {
-		for off := 0; off < len(c); {
+		if !r.applies(c, words) {
+			continue
+		}
+		for off, n := 0, 0; off < len(c) && n < maxHitsPerRule; n++ {
 			loc := r.re.FindStringSubmatchIndex(c[off:])
 			if loc == nil {
 				break
@@ -423,5 +486,13 @@ func longEnough(s string) bool {
 	return utf8.RuneCountInString(s) >= 2 || hasHan(s)
 }
 
-// maxObject bounds an object in characters; longer clauses are rambling, not facts.
-const maxObject = 120
+const (
+	// maxObject bounds an object in characters; longer ones are rambling, not facts.
+	maxObject = 120
+	// maxClause bounds a clause in bytes: a longer run without punctuation holds no object
+	// short enough, and the bound keeps matching linear in the turn's length.
+	maxClause = 1500
+	// maxHitsPerRule bounds the places one rule is tried in one clause ("I love it, I
+	// love that… I love Go" needs more than one).
+	maxHitsPerRule = 8
+)

@@ -14,7 +14,7 @@ const advEN = `(?:(?:really|also|actually|just|still|totally|absolutely|definite
 // en compiles an English rule: case-insensitive, {ADV} standing for advEN.
 func en(name, pattern string, build func(g []string) (found, bool)) rule {
 	pattern = strings.ReplaceAll(pattern, "{ADV}", advEN)
-	return rule{name: name, re: regexp.MustCompile(`(?i)` + pattern), build: build, latin: true}
+	return newRule(name, pattern, true, build)
 }
 
 // englishRules, most specific first. Each pattern's last group is the object, which runs to

@@ -312,3 +312,44 @@ func FuzzRules(f *testing.F) {
 		}
 	})
 }
+
+// TestRulesLongInput: pathological turns stay fast (matching is bounded per clause).
+func TestRulesLongInput(t *testing.T) {
+	for _, s := range []string{
+		strings.Repeat("我喜欢", 30000),
+		strings.Repeat("I like I love ", 20000),
+		strings.Repeat("I like Go. ", 20000),
+		strings.Repeat("a", 200000),
+	} {
+		start := time.Now()
+		Rules([]Turn{{ID: "t", Role: "user", Content: s}})
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("Rules on %d bytes took %v", len(s), d)
+		}
+	}
+}
+
+func BenchmarkRules(b *testing.B) {
+	turns := []Turn{
+		{ID: "t1", Role: "user", Content: "Hi! I'm a software engineer at Acme and I live in Berlin. Can you help me plan a trip to Japan? I love hiking, but I hate crowds."},
+		{ID: "t2", Role: "assistant", Content: "Sure! Japan has many great hiking trails, for example the Kumano Kodo and the Nakasendo. When would you like to go?"},
+		{ID: "t3", Role: "user", Content: "Probably in October. By the way, I've been taking Japanese classes every Monday, and my favourite food is ramen."},
+		{ID: "t4", Role: "user", Content: "我最喜欢的编程语言是 Go，我们的项目用 PostgreSQL。我们决定下个月上线。"},
+	}
+	for b.Loop() {
+		Rules(turns)
+	}
+}
+
+func TestRuleHints(t *testing.T) {
+	for _, r := range allRules {
+		if len(r.hints) == 0 {
+			t.Errorf("rule %s has no hints; every rule should start with a literal", r.name)
+		}
+		for _, h := range r.hints {
+			if r.latin && strings.ToLower(h) != h {
+				t.Errorf("rule %s: hint %q is not lower case", r.name, h)
+			}
+		}
+	}
+}

@@ -13,7 +13,7 @@ const advZH = `(?:很|非常|特别|也|还|真的|挺|比较|一直|都|超|超
 // zh compiles a Chinese rule, {ADV} standing for advZH.
 func zh(name, pattern string, build func(g []string) (found, bool)) rule {
 	pattern = strings.ReplaceAll(pattern, "{ADV}", advZH)
-	return rule{name: name, re: regexp.MustCompile(pattern), build: build}
+	return newRule(name, pattern, false, build)
 }
 
 // chineseRules, most specific first. Each pattern's last group is the object, which runs to

@@ -72,7 +72,12 @@ func MaskSecret(secret string) string {
 // these options alone (openai.NewChatCompletionService, openai.NewEmbeddingService) never read
 // the OPENAI_* environment variables the way openai.NewClient does.
 func ClientOptions(baseURL, apiKey string) []option.RequestOption {
-	transport := http.DefaultTransport.(*http.Transport).Clone()
+	var transport http.RoundTripper = http.DefaultTransport
+	if t, ok := transport.(*http.Transport); ok {
+		t = t.Clone()
+		t.MaxIdleConnsPerHost = 16 // keep a connection per call in flight, not the default 2
+		transport = t
+	}
 	opts := []option.RequestOption{
 		option.WithBaseURL(baseURL),
 		option.WithMaxRetries(0),

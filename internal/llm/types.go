@@ -15,7 +15,8 @@ type Request struct {
 	MaxTokens int
 	// JSON asks for a JSON object answer (response_format json_object) where the server supports it.
 	JSON bool
-	// Temperature overrides the configured temperature when not nil.
+	// Temperature overrides the configured temperature when not nil (a negative value sends
+	// none, leaving the server's default).
 	Temperature *float64
 	// Purpose labels the call in logs and usage ("map", "reduce", "extract", …).
 	Purpose string

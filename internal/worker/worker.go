@@ -57,6 +57,8 @@ type Config struct {
 	Timeout time.Duration
 	// Place says where a message's dead letter goes (tenant and session; "" for memory.dlq._).
 	Place func(m jetstream.Msg) (tenant, session string)
+	// Backoff is the redelivery delay after the n-th failed delivery (default Backoff).
+	Backoff func(n uint64) time.Duration
 }
 
 // Worker consumes one durable consumer.
@@ -78,6 +80,9 @@ func New(cfg Config, js jetstream.JetStream, dlq *deadletter.Writer, handler Han
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 4 * time.Minute
+	}
+	if cfg.Backoff == nil {
+		cfg.Backoff = Backoff
 	}
 	return &Worker{cfg: cfg, js: js, dlq: dlq, handler: handler, log: log.With().Str("component", cfg.Name).Logger()}
 }
@@ -154,7 +159,7 @@ func (w *Worker) handle(m jetstream.Msg) {
 		w.deadLetter(m, meta, fmt.Sprintf("failed on all %d deliveries; last error: %v", meta.NumDelivered, err))
 	default:
 		log.Warn().Err(err).Msg("failed; will retry")
-		_ = m.NakWithDelay(Backoff(meta.NumDelivered))
+		_ = m.NakWithDelay(w.cfg.Backoff(meta.NumDelivered))
 	}
 }
 
@@ -181,7 +186,7 @@ func (w *Worker) deadLetter(m jetstream.Msg, meta *jetstream.MsgMetadata, reason
 	})
 	if err != nil {
 		w.log.Error().Err(err).Msg("dead letter not written; the message will be redelivered")
-		_ = m.NakWithDelay(Backoff(meta.NumDelivered))
+		_ = m.NakWithDelay(w.cfg.Backoff(meta.NumDelivered))
 		return
 	}
 	_ = m.TermWithReason(reason)

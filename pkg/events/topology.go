@@ -295,9 +295,6 @@ func (t Topology) IngestSummaryConsumerConfig(p int) jetstream.ConsumerConfig {
 // dead-lettered.
 const WorkerMaxDeliver = 8
 
-// WorkerBackOff spaces the redeliveries of compressor and extractor messages.
-var WorkerBackOff = []time.Duration{2 * time.Second, 5 * time.Second, 15 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute}
-
 // CompressorConsumerConfig is the consumer of pressure events shared by every compressor.
 func (t Topology) CompressorConsumerConfig() jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
@@ -308,7 +305,6 @@ func (t Topology) CompressorConsumerConfig() jetstream.ConsumerConfig {
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       5 * time.Minute,
 		MaxDeliver:    WorkerMaxDeliver,
-		BackOff:       WorkerBackOff,
 		MaxAckPending: 256,
 	}
 }
@@ -323,7 +319,6 @@ func (t Topology) ExtractorEndConsumerConfig() jetstream.ConsumerConfig {
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       5 * time.Minute,
 		MaxDeliver:    WorkerMaxDeliver,
-		BackOff:       WorkerBackOff,
 		MaxAckPending: 1024,
 	}
 }
@@ -338,7 +333,6 @@ func (t Topology) ExtractorSummaryConsumerConfig() jetstream.ConsumerConfig {
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       5 * time.Minute,
 		MaxDeliver:    WorkerMaxDeliver,
-		BackOff:       WorkerBackOff,
 		MaxAckPending: 256,
 	}
 }

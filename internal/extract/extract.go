@@ -54,6 +54,8 @@ type Config struct {
 	Source string
 	// Tokenizer counts a fact's tokens ("estimate").
 	Tokenizer string
+	// Backoff is the redelivery delay after the n-th failed attempt (default worker.Backoff).
+	Backoff func(n uint64) time.Duration
 }
 
 // errNotApplied: ingest has not decided the session up to the trigger yet.
@@ -131,11 +133,11 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 	}
 	w.ends = worker.New(worker.Config{
 		Name: "extractor-ends", Stream: topo.TurnsStream(), Consumer: topo.ExtractorEndConsumer(),
-		Concurrency: cfg.Concurrency, MaxDeliver: events.WorkerMaxDeliver, Place: place,
+		Concurrency: cfg.Concurrency, MaxDeliver: events.WorkerMaxDeliver, Place: place, Backoff: cfg.Backoff,
 	}, js, dlq, w.handleEnd, log)
 	w.sums = worker.New(worker.Config{
 		Name: "extractor-summaries", Stream: topo.SummaryStream(), Consumer: topo.ExtractorSummaryConsumer(),
-		Concurrency: cfg.Concurrency, MaxDeliver: events.WorkerMaxDeliver, Place: place,
+		Concurrency: cfg.Concurrency, MaxDeliver: events.WorkerMaxDeliver, Place: place, Backoff: cfg.Backoff,
 	}, js, dlq, w.handleSummary, log)
 	return w, nil
 }
@@ -203,6 +205,9 @@ func (w *Worker) handleSummary(ctx context.Context, m jetstream.Msg) error {
 
 // extract extracts the facts of the session's applied turns up to seq that were not extracted yet.
 func (w *Worker) extract(ctx context.Context, k session.Key, upTo uint64, redelivered bool, trigger string) error {
+	if err := w.awaitIngest(ctx, k, upTo); err != nil {
+		return err
+	}
 	st, err := w.sessions.Load(ctx, k, 0)
 	if err != nil {
 		return err
@@ -333,6 +338,44 @@ func sourceText(provenance []string, text map[string]string) string {
 		r = r[:sourceTextLimit]
 	}
 	return string(r)
+}
+
+// ingestWait bounds how long a trigger waits for ingest to apply the session up to it before it
+// is retried later (a trigger usually arrives while ingest is still applying its session).
+const ingestWait = 20 * time.Second
+
+// awaitIngest waits until ingest decided the session up to seq, watching its header.
+func (w *Worker) awaitIngest(ctx context.Context, k session.Key, seq uint64) error {
+	if h, _, err := w.sessions.Header(ctx, k); err == nil && h.LastSeq >= seq {
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, ingestWait)
+	defer cancel()
+	watcher, err := w.sessions.WatchHeader(wctx, k)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = watcher.Stop() }()
+	// Check again: the header may have moved before the watch started.
+	if h, _, err := w.sessions.Header(ctx, k); err == nil && h.LastSeq >= seq {
+		return nil
+	}
+	for {
+		select {
+		case e, ok := <-watcher.Updates():
+			if !ok {
+				return fmt.Errorf("%w: %s at %d", errNotApplied, k, seq)
+			}
+			if e == nil {
+				continue
+			}
+			if h, _, err := w.sessions.Header(ctx, k); err == nil && h.LastSeq >= seq {
+				return nil
+			}
+		case <-wctx.Done():
+			return fmt.Errorf("%w: %s at %d", errNotApplied, k, seq)
+		}
+	}
 }
 
 // candidates runs the LLM extractor, or the rules offline.

@@ -22,7 +22,10 @@ import (
 // the time is the earliest turn's.
 //
 // Contents are third-person statements in the turn's language ("The user prefers tea over
-// coffee", "用户喜欢喝茶"). The patterns are listed in rules_en.go and rules_zh.go.
+// coffee", "用户喜欢喝茶"). The patterns are listed in rules_en.go and rules_zh.go; the
+// broader everyday ones ("I have two cats", "I just finished reading Dune", 我每周去健身房)
+// in rules_life.go, with category "other" and a lower confidence. A clause holding contact
+// details or a secret yields nothing (see the package documentation).
 func Rules(turns []Turn) []Candidate {
 	m := newMerger(turns)
 	for _, t := range turns {
@@ -421,16 +424,28 @@ func hedged(prefix string) bool {
 var (
 	reEmail     = regexp.MustCompile(`[^\s@]+@[^\s@]+\.[^\s@]+`)
 	reDigitRun  = regexp.MustCompile(`\d[\d\s().+-]{5,}\d`)
-	reSecret    = regexp.MustCompile(`(?i)\b(?:sk|pk|rk|ghp|gho|ghs|xox[abpr]|akia|eyj)[-_a-z0-9]{10,}`)
+	reSecret    = regexp.MustCompile(`(?i)\b(?:sk|pk|rk)[-_][a-z0-9_-]{10,}|\bgh[pousr]_[a-z0-9]{10,}|\bxox[abpr]-[a-z0-9-]{10,}|\bakia[a-z0-9]{12,}|\beyj[a-z0-9_-]{10,}\.`)
 	reLongToken = regexp.MustCompile(`[A-Za-z0-9_]{24,}`)
 	reStreet    = regexp.MustCompile(`(?i)\b\d+[a-z]?\s+(?:[a-z]+\s+){1,3}(?:street|st|road|rd|avenue|ave|lane|ln|drive|boulevard|blvd|court|ct)\b|[路街道巷弄]\d+号|\d+室|\d+栋|\d+单元|\d+弄`)
 	reDate      = regexp.MustCompile(`^(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.]\d{2,4})$`)
 	reSensitive = regexp.MustCompile(`(?i)\b(?:password|passcode|passphrase|pin\s+code|social\s+security|ssn|credit\s+card|card\s+number|bank\s+account|iban|passport\s+number|api\s+key|access\s+token|secret\s+key|phone\s+number|e-?mail\s+address)\b|密码|验证码|身份证|银行卡|信用卡|手机号|电话号码|邮箱|护照号`)
 )
 
+// sensitiveHints are the strings without which sensitive has nothing to find in a text
+// without digits or '@'.
+var sensitiveHints = []string{"pass", "pin", "social", "ssn", "card", "bank", "iban", "api", "token", "secret",
+	"phone", "mail", "sk-", "sk_", "pk-", "pk_", "rk-", "rk_", "gh", "xox", "akia", "eyj",
+	"密码", "验证码", "身份证", "银行卡", "信用卡", "手机号", "电话", "邮箱", "护照"}
+
 // sensitive reports whether a candidate's text holds contact details or secrets, which Rules
 // never stores.
 func sensitive(s string) bool {
+	if !strings.ContainsAny(s, "@0123456789") {
+		lower := strings.ToLower(s)
+		if !slices.ContainsFunc(sensitiveHints, func(h string) bool { return strings.Contains(lower, h) }) {
+			return false
+		}
+	}
 	if reEmail.MatchString(s) || reStreet.MatchString(s) || reSensitive.MatchString(s) || reSecret.MatchString(s) {
 		return true
 	}

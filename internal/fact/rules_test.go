@@ -37,6 +37,7 @@ func TestRulesEnglish(t *testing.T) {
 		{"i really like hiking in the mountains", []wantFact{{"The user likes hiking in the mountains", pref, ""}}},
 		{"I love Go so much!", []wantFact{{"The user loves Go", pref, ""}}},
 		{"I enjoy reading science fiction.", []wantFact{{"The user enjoys reading science fiction", pref, ""}}},
+		{"I love skateboarding.", []wantFact{{"The user loves skateboarding", pref, ""}}},
 		{"I hate cilantro.", []wantFact{{"The user hates cilantro", pref, ""}}},
 		{"I don't like horror movies.", []wantFact{{"The user does not like horror movies", pref, ""}}},
 		{"I do not really like loud bars", []wantFact{{"The user does not like loud bars", pref, ""}}},
@@ -316,10 +317,11 @@ func FuzzRules(f *testing.F) {
 // TestRulesLongInput: pathological turns stay fast (matching is bounded per clause).
 func TestRulesLongInput(t *testing.T) {
 	for _, s := range []string{
-		strings.Repeat("我喜欢", 30000),
-		strings.Repeat("I like I love ", 20000),
-		strings.Repeat("I like Go. ", 20000),
-		strings.Repeat("a", 200000),
+		strings.Repeat("我喜欢", 5000),
+		strings.Repeat("我喜欢，", 5000),
+		strings.Repeat("I like I love ", 3000),
+		strings.Repeat("I like Go. ", 3000),
+		strings.Repeat("a", 100000),
 	} {
 		start := time.Now()
 		Rules([]Turn{{ID: "t", Role: "user", Content: s}})

@@ -72,7 +72,7 @@ func MaskSecret(secret string) string {
 // these options alone (openai.NewChatCompletionService, openai.NewEmbeddingService) never read
 // the OPENAI_* environment variables the way openai.NewClient does.
 func ClientOptions(baseURL, apiKey string) []option.RequestOption {
-	var transport http.RoundTripper = http.DefaultTransport
+	transport := http.DefaultTransport
 	if t, ok := transport.(*http.Transport); ok {
 		t = t.Clone()
 		t.MaxIdleConnsPerHost = 16 // keep a connection per call in flight, not the default 2

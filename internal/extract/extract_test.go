@@ -1,0 +1,388 @@
+package extract_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/agentmem/agentmem/internal/broker/brokertest"
+	"github.com/agentmem/agentmem/internal/extract"
+	"github.com/agentmem/agentmem/internal/ingest"
+	"github.com/agentmem/agentmem/internal/llm"
+	"github.com/agentmem/agentmem/internal/llm/llmtest"
+	"github.com/agentmem/agentmem/internal/longterm"
+	"github.com/agentmem/agentmem/pkg/events"
+)
+
+type env struct {
+	t     *testing.T
+	env   *brokertest.Env
+	topo  events.Topology
+	store *longterm.Store
+}
+
+func start(t *testing.T, extractors int, chat extract.Chat) *env {
+	t.Helper()
+	be := brokertest.Start(t)
+	topo := events.DefaultTopology()
+	topo.Partitions = 2
+	ctx := context.Background()
+	if err := topo.Ensure(ctx, be.JS); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, env: be, topo: topo}
+	in, err := ingest.New(ctx, ingest.Config{Topology: topo, IdleTimeout: -1}, jsOf(t, be), zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.run(in.Run)
+	for range extractors {
+		x, err := extract.New(ctx, extract.Config{Topology: topo, Backoff: func(uint64) time.Duration { return 20 * time.Millisecond }},
+			jsOf(t, be), chat, "test-model", zerolog.Nop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.run(x.Run)
+	}
+	if e.store, err = longterm.Open(ctx, be.JS, topo); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func jsOf(t *testing.T, be *brokertest.Env) jetstream.JetStream {
+	js, err := jetstream.New(be.Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
+func (e *env) run(fn func(context.Context) error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- fn(ctx) }()
+	e.t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			e.t.Errorf("worker: %v", err)
+		}
+	})
+}
+
+func (e *env) publish(tenant, sess, id, typ string, at time.Time, data any) {
+	e.t.Helper()
+	ev, err := events.NewEvent(id, typ, "test", at, data)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	m, err := events.BinaryMsg("memory.turns."+tenant+"."+sess, ev)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	m.Header.Set(events.HeaderMsgID, events.MsgID(tenant, sess, id))
+	if _, err := e.env.JS.PublishMsg(context.Background(), m); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) say(tenant, sess, user, id, text string, at time.Time) {
+	e.publish(tenant, sess, id, events.TypeTurn, at, events.Turn{Role: "user", Content: text, User: user})
+}
+
+func (e *env) end(tenant, sess, user, id string, at time.Time) {
+	e.publish(tenant, sess, id, events.TypeSessionEnded, at, events.SessionEnded{User: user})
+}
+
+// facts waits until the user has want live facts (bounded) and returns every fact.
+func (e *env) facts(tenant, user string, want int) []longterm.Fact {
+	e.t.Helper()
+	var recs longterm.UserRecords
+	brokertest.CheckFor(e.t, 15*time.Second, 20*time.Millisecond, func() error {
+		var err error
+		if recs, err = e.store.User(context.Background(), tenant, user); err != nil {
+			return err
+		}
+		live := 0
+		for _, f := range recs.Facts {
+			if f.Live() {
+				live++
+			}
+		}
+		if live < want {
+			return fmt.Errorf("%d live facts, want %d", live, want)
+		}
+		return nil
+	})
+	return recs.Facts
+}
+
+// drained waits until the extractors' consumers have nothing pending.
+func (e *env) drained() {
+	e.t.Helper()
+	ctx := context.Background()
+	brokertest.CheckFor(e.t, 15*time.Second, 20*time.Millisecond, func() error {
+		for stream, name := range map[string]string{e.topo.TurnsStream(): e.topo.ExtractorEndConsumer(), e.topo.SummaryStream(): e.topo.ExtractorSummaryConsumer()} {
+			c, err := e.env.JS.Consumer(ctx, stream, name)
+			if err != nil {
+				return err
+			}
+			info, err := c.Info(ctx)
+			if err != nil {
+				return err
+			}
+			if info.NumPending+uint64(info.NumAckPending) > 0 {
+				return fmt.Errorf("%s: %d pending, %d unacknowledged", name, info.NumPending, info.NumAckPending)
+			}
+		}
+		return nil
+	})
+}
+
+var t0 = time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
+
+func TestTwoExtractorsStoreEachFactOnce(t *testing.T) {
+	e := start(t, 2, nil)
+	sub, err := e.env.NC.SubscribeSync("memory.facts.acme.alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.say("acme", "s1", "alice", "t1", "I prefer tea over coffee.", t0)
+	e.say("acme", "s1", "alice", "t2", "My name is Alice.", t0.Add(time.Minute))
+	e.say("acme", "s1", "alice", "t3", "I prefer tea over coffee!", t0.Add(2*time.Minute))
+	e.end("acme", "s1", "alice", "end1", t0.Add(3*time.Minute))
+	// The same session end, redelivered as a new message, and a second end.
+	e.publish("acme", "s1", "end1-copy", events.TypeSessionEnded, t0.Add(4*time.Minute), events.SessionEnded{User: "alice"})
+	facts := e.facts("acme", "alice", 2)
+	e.drained()
+	facts = e.facts("acme", "alice", 2)
+	if len(facts) != 2 {
+		t.Fatalf("%d facts stored, want 2: %+v", len(facts), facts)
+	}
+	for _, f := range facts {
+		if strings.Contains(f.Content, "tea") {
+			if !f.ValidFrom.Equal(t0) || !slices.Equal(f.Provenance, []string{"t1", "t3"}) {
+				t.Errorf("tea fact: valid_from %s provenance %v; want the earliest turn's time and both turns", f.ValidFrom, f.Provenance)
+			}
+			if f.Extractor != "rules" {
+				t.Errorf("extractor %q", f.Extractor)
+			}
+		}
+	}
+	// Live subscribers may see an event again after a redelivery; its CloudEvent id says it is
+	// the same event, and the facts stream stores it once.
+	added := map[string]bool{}
+	for {
+		m, err := sub.NextMsg(500 * time.Millisecond)
+		if err != nil {
+			break
+		}
+		var body struct {
+			Op string `json:"op"`
+		}
+		_ = json.Unmarshal(m.Data, &body)
+		if body.Op == events.FactAdded {
+			added[m.Header.Get("ce-id")] = true
+		}
+	}
+	if len(added) != 2 {
+		t.Fatalf("%d distinct fact added events, want 2", len(added))
+	}
+	s, err := e.env.JS.Stream(context.Background(), e.topo.FactStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := s.Info(context.Background()); err != nil || info.State.Msgs != 2 {
+		t.Fatalf("facts stream holds %d events, want 2 (%v)", info.State.Msgs, err)
+	}
+}
+
+func TestMovedCitySupersedesAndKeepsHistory(t *testing.T) {
+	e := start(t, 1, nil)
+	e.say("acme", "s1", "alice", "t1", "I live in Paris.", t0)
+	e.end("acme", "s1", "alice", "e1", t0.Add(time.Minute))
+	e.facts("acme", "alice", 1)
+	week := t0.Add(7 * 24 * time.Hour)
+	e.say("acme", "s2", "alice", "t2", "I moved to Berlin.", week)
+	e.end("acme", "s2", "alice", "e2", week.Add(time.Minute))
+	e.drained()
+	var live, history []longterm.Fact
+	for _, f := range e.facts("acme", "alice", 1) {
+		if f.Live() {
+			live = append(live, f)
+		} else {
+			history = append(history, f)
+		}
+	}
+	if len(live) != 1 || !strings.Contains(live[0].Content, "Berlin") {
+		t.Fatalf("live facts %+v, want only Berlin", live)
+	}
+	if len(history) != 1 || !strings.Contains(history[0].Content, "Paris") || history[0].ValidTo == nil || !history[0].ValidTo.Equal(week) {
+		t.Fatalf("history %+v, want Paris valid until the move", history)
+	}
+}
+
+func TestChineseConversationYieldsChineseFacts(t *testing.T) {
+	e := start(t, 1, nil)
+	e.say("acme", "zh", "lihua", "t1", "我叫李华，我住在杭州。", t0)
+	e.say("acme", "zh", "lihua", "t2", "我最喜欢的编程语言是 Go。", t0.Add(time.Minute))
+	e.end("acme", "zh", "lihua", "e1", t0.Add(2*time.Minute))
+	for _, f := range e.facts("acme", "lihua", 3) {
+		if !strings.ContainsAny(f.Content, "用户李华杭州编程语言") {
+			t.Errorf("fact %q is not in Chinese", f.Content)
+		}
+	}
+}
+
+func TestTurnsIngestRejectedNeverBecomeFacts(t *testing.T) {
+	e := start(t, 1, nil)
+	e.say("acme", "s1", "alice", "t1", "I prefer tea.", t0)
+	e.say("acme", "s1", "mallory", "t2", "I prefer poison.", t0.Add(time.Minute))
+	e.end("acme", "s1", "alice", "e1", t0.Add(2*time.Minute))
+	e.drained()
+	for _, f := range e.facts("acme", "alice", 1) {
+		if strings.Contains(f.Content, "poison") {
+			t.Fatalf("a turn of another user became alice's fact: %q", f.Content)
+		}
+	}
+}
+
+func llmClient(t *testing.T, srv *llmtest.Server) *llm.Client {
+	t.Helper()
+	c, err := llm.New(llm.Config{BaseURL: srv.URL, Model: "test-model", MaxAttempts: 2, MinBackoff: 5 * time.Millisecond,
+		MaxBackoff: 20 * time.Millisecond, Timeout: 2 * time.Second}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestLLMExtractionInTheConversationsLanguage(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.Answer(func(req llmtest.ChatRequest) string {
+		return `{"facts":[{"content":"用户住在杭州","category":"identity","key":"user.city","confidence":0.9,"turns":["t1"]}]}`
+	}))
+	e := start(t, 1, llmClient(t, srv))
+	e.say("acme", "zh", "lihua", "t1", "我住在杭州。", t0)
+	e.end("acme", "zh", "lihua", "e1", t0.Add(time.Minute))
+	facts := e.facts("acme", "lihua", 1)
+	if facts[0].Content != "用户住在杭州" || facts[0].Extractor != "llm:test-model" || facts[0].Key != "user.city" {
+		t.Fatalf("fact %+v", facts[0])
+	}
+	reqs := srv.Requests()
+	chat, err := llmtest.DecodeChat(reqs[0].Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.ContainsAny(chat.Messages[0].Content, "事实用户") {
+		t.Fatalf("a Chinese conversation got the prompt %q", chat.Messages[0].Content)
+	}
+}
+
+func TestMalformedLLMAnswerRetriedThenDeadLetteredWithNothingStored(t *testing.T) {
+	var calls atomic.Int64
+	srv := llmtest.NewServer(t, llmtest.Answer(func(llmtest.ChatRequest) string {
+		calls.Add(1)
+		return `{"facts":[{"content":"The user likes tea","category":"preference","confidence":0.9},{"content":`
+	}))
+	e := start(t, 1, llmClient(t, srv))
+	sub, err := e.env.NC.SubscribeSync("memory.dlq.acme.s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.say("acme", "s1", "alice", "t1", "I like tea.", t0)
+	e.end("acme", "s1", "alice", "e1", t0.Add(time.Minute))
+	m, err := sub.NextMsg(20 * time.Second)
+	if err != nil {
+		t.Fatalf("no dead letter: %v (calls %d)", err, calls.Load())
+	}
+	if !strings.Contains(m.Header.Get("Agentmem-Reason"), "malformed") {
+		t.Fatalf("reason %q", m.Header.Get("Agentmem-Reason"))
+	}
+	recs, err := e.store.User(context.Background(), "acme", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs.Facts) != 0 {
+		t.Fatalf("partial facts stored: %+v", recs.Facts)
+	}
+	if calls.Load() < 2 {
+		t.Fatalf("%d LLM calls: a malformed answer must be retried", calls.Load())
+	}
+}
+
+func TestForgetLeavesNothingOfTheUser(t *testing.T) {
+	e := start(t, 1, nil)
+	e.say("acme", "a1", "alice", "t1", "I live in Paris.", t0)
+	e.say("acme", "a2", "alice", "t2", "I prefer tea.", t0.Add(time.Hour))
+	e.end("acme", "a1", "alice", "e1", t0.Add(2*time.Hour))
+	e.end("acme", "a2", "alice", "e2", t0.Add(2*time.Hour))
+	e.say("acme", "b1", "bob", "u1", "I live in Rome.", t0)
+	e.end("acme", "b1", "bob", "e3", t0.Add(time.Hour))
+	// A bad turn of alice's, so that a dead letter exists too.
+	e.publish("acme", "a1", "bad", events.TypeTurn, t0, map[string]string{"role": "robot", "content": "x"})
+	e.facts("acme", "alice", 2)
+	e.facts("acme", "bob", 1)
+	e.drained()
+
+	body, _ := json.Marshal(events.ForgetRequest{User: "alice"})
+	m, err := e.env.NC.Request("memory.forget.acme", body, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := m.Header.Get("Nats-Service-Error-Code"); code != "" {
+		t.Fatalf("forget: %s %s", code, m.Header.Get("Nats-Service-Error"))
+	}
+	var reply events.ForgetReply
+	if err := json.Unmarshal(m.Data, &reply); err != nil {
+		t.Fatal(err)
+	}
+	if reply.Forgotten["turns"] < 3 || reply.Forgotten["facts"] < 2 || reply.Forgotten["sessions"] != 2 {
+		t.Fatalf("forgotten %v", reply.Forgotten)
+	}
+	ctx := context.Background()
+	// Nothing of alice in any stream or bucket; bob untouched.
+	names := e.env.JS.StreamNames(ctx)
+	for name := range names.Name() {
+		s, err := e.env.JS.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := s.Info(ctx, jetstream.WithSubjectFilter(">"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for subj := range info.State.Subjects {
+			if strings.Contains(subj, ".a1") || strings.Contains(subj, ".a2") || strings.Contains(subj, "alice") {
+				// The tombstones of alice's sessions hold no memory, only watermarks.
+				if name == "KV_"+e.topo.SessionBucket() {
+					continue
+				}
+				t.Errorf("stream %s still holds %s", name, subj)
+			}
+		}
+		for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
+			msg, err := s.GetMsg(ctx, seq)
+			if err != nil {
+				continue
+			}
+			if strings.Contains(string(msg.Data), "Paris") || strings.Contains(string(msg.Data), "tea") {
+				t.Errorf("stream %s message %d (%s) still says %q", name, seq, msg.Subject, msg.Data)
+			}
+		}
+	}
+	if facts := e.facts("acme", "bob", 1); len(facts) != 1 {
+		t.Fatalf("bob's facts: %+v", facts)
+	}
+	// A new turn in a forgotten session starts afresh.
+	e.say("acme", "a1", "carol", "c1", "I prefer coffee.", t0.Add(3*time.Hour))
+	e.end("acme", "a1", "carol", "c2", t0.Add(3*time.Hour))
+	e.facts("acme", "carol", 1)
+}

@@ -161,9 +161,9 @@ func TestTwoExtractorsStoreEachFactOnce(t *testing.T) {
 	e.end("acme", "s1", "alice", "end1", t0.Add(3*time.Minute))
 	// The same session end, redelivered as a new message, and a second end.
 	e.publish("acme", "s1", "end1-copy", events.TypeSessionEnded, t0.Add(4*time.Minute), events.SessionEnded{User: "alice"})
-	facts := e.facts("acme", "alice", 2)
+	e.facts("acme", "alice", 2)
 	e.drained()
-	facts = e.facts("acme", "alice", 2)
+	facts := e.facts("acme", "alice", 2)
 	if len(facts) != 2 {
 		t.Fatalf("%d facts stored, want 2: %+v", len(facts), facts)
 	}

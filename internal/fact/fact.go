@@ -13,9 +13,12 @@
 //
 // What Rules will not remember: contact details and secrets (e-mail addresses, phone numbers,
 // postal addresses, passwords, PINs, card, bank, passport or national id numbers, API keys and
-// tokens). "My X is Y" is only read for a short list of slots (birthday, hometown, job,
-// native language, time zone), and any candidate whose text contains an e-mail address, a run
-// of seven or more digits or something shaped like a key is dropped.
+// tokens). "My X is Y" is read for a short list of identity slots (birthday, hometown,
+// occupation, native language, time zone) and, as an everyday fact, when Y holds a number
+// ("my highest score is 124 points") and X is not an account, contact or booking detail. A
+// clause that contains an e-mail address, a street address, a run of seven or more digits
+// (dates excepted), a word such as "password" or 密码, or something shaped like a key yields
+// nothing. The LLM prompt asks for the same.
 package fact
 
 import (

@@ -16,18 +16,16 @@ package longterm
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmem/agentmem/internal/archive"
+	"github.com/agentmem/agentmem/internal/fact"
 	"github.com/agentmem/agentmem/pkg/events"
 )
 
@@ -126,7 +124,7 @@ func Open(ctx context.Context, js jetstream.JetStream, topo events.Topology) (*S
 
 func userPrefix(tenant, user string) string { return tenant + "." + user + "." }
 
-// FactKey, SummaryKey and SessionKey are the KV keys of the records.
+// FactKey is the KV key of a fact.
 func FactKey(tenant, user, id string) string    { return userPrefix(tenant, user) + "f." + id }
 func slotKey(tenant, user, keyID string) string { return userPrefix(tenant, user) + "k." + keyID }
 
@@ -318,7 +316,7 @@ func (s *Store) AddFact(ctx context.Context, f Fact) (FactChange, error) {
 
 // settleKey makes the slot of f's key point at the newest fact and marks the others superseded.
 func (s *Store) settleKey(ctx context.Context, f Fact, ch FactChange) (FactChange, error) {
-	key := slotKey(f.Tenant, f.User, KeyID(f.Tenant, f.User, f.Key))
+	key := slotKey(f.Tenant, f.User, fact.KeyID(f.Tenant, f.User, f.Key))
 	var previous string
 	newer := func(a, b slot) bool {
 		return a.ValidFrom.After(b.ValidFrom) || (a.ValidFrom.Equal(b.ValidFrom) && a.FactID > b.FactID)
@@ -463,10 +461,4 @@ func (s *Store) Forget(ctx context.Context, tenant, user string) (uint64, error)
 		return 0, fmt.Errorf("purging %s: %w", subject, err)
 	}
 	return n, nil
-}
-
-// KeyID derives the id of a stable key's slot ("user.city") for a user.
-func KeyID(tenant, user, key string) string {
-	h := sha256.Sum256([]byte(tenant + "\x00" + user + "\x00" + strings.ToLower(strings.TrimSpace(key))))
-	return "key_" + hex.EncodeToString(h[:])[:32]
 }

@@ -64,12 +64,16 @@ func forgetCommand(out io.Writer) *ffcli.Command {
 
 func factsCommand(out io.Writer) *ffcli.Command {
 	c := &common{}
-	var user string
+	var user, del, correct, content string
 	var history bool
 	var page, size int
-	return newCommand("facts", "--tenant T --user U [--history] [--page N]", "list a user's live facts, or every version", c, out,
+	return newCommand("facts", "--tenant T --user U [--history] [--page N] | --delete ID | --correct ID --content TEXT",
+		"list a user's live facts, or every version; delete or correct one fact", c, out,
 		func(fs *flag.FlagSet) {
 			fs.StringVar(&user, "user", "", "user (required)")
+			fs.StringVar(&del, "delete", "", "delete this fact (it stays in the history)")
+			fs.StringVar(&correct, "correct", "", "correct this fact: --content supersedes it")
+			fs.StringVar(&content, "content", "", "the corrected fact, with --correct")
 			fs.BoolVar(&history, "history", false, "every version: superseded and deleted facts too")
 			fs.IntVar(&page, "page", 1, "page number, from 1")
 			fs.IntVar(&size, "page-size", 50, "facts per page")
@@ -77,6 +81,16 @@ func factsCommand(out io.Writer) *ffcli.Command {
 		func(ctx context.Context, _ []string) error {
 			if user == "" {
 				return errors.New("--user is required")
+			}
+			switch {
+			case del != "" && (correct != "" || content != ""):
+				return errors.New("--delete takes no --correct or --content")
+			case correct != "" && content == "":
+				return errors.New("--correct needs --content")
+			case del != "":
+				return c.changeFact(ctx, events.ForgetRequest{User: user, FactID: del})
+			case correct != "":
+				return c.changeFact(ctx, events.ForgetRequest{User: user, FactID: correct, Content: content})
 			}
 			js, nc, err := c.jetstream()
 			if err != nil {
@@ -126,6 +140,34 @@ func factsCommand(out io.Writer) *ffcli.Command {
 				}
 			})
 		})
+}
+
+// changeFact deletes or corrects one fact through memory.forget.<tenant>.
+func (c *common) changeFact(ctx context.Context, req events.ForgetRequest) error {
+	nc, err := c.conn.Connect("memctl")
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	body, _ := json.Marshal(req)
+	m, err := nc.RequestWithContext(ctx, "memory.forget."+c.tenant, body)
+	if err != nil {
+		return fmt.Errorf("requesting memory.forget.%s: %w", c.tenant, err)
+	}
+	if code := m.Header.Get("Nats-Service-Error-Code"); code != "" {
+		return fmt.Errorf("%s: %s", code, m.Header.Get("Nats-Service-Error"))
+	}
+	var reply events.ForgetReply
+	if err := json.Unmarshal(m.Data, &reply); err != nil {
+		return err
+	}
+	return c.print(reply, func(w io.Writer) {
+		if reply.Fact != nil {
+			fmt.Fprintf(w, "%s superseded by %s: %s\n", req.FactID, reply.Fact.ID, reply.Fact.Content)
+			return
+		}
+		fmt.Fprintf(w, "deleted %s\n", req.FactID)
+	})
 }
 
 func usageCommand(out io.Writer) *ffcli.Command {

@@ -45,6 +45,11 @@ func smallBudget(tokens int) memory.Budget {
 }
 
 func newPipeline(t *testing.T, budget memory.Budget, chat compress.Chat) *pipeline {
+	return newPipelineWith(t, ingest.Config{Budget: budget, IdleTimeout: -1}, chat)
+}
+
+func newPipelineWith(t *testing.T, icfg ingest.Config, chat compress.Chat) *pipeline {
+	budget := icfg.Budget
 	t.Helper()
 	env := brokertest.Start(t)
 	topo := events.DefaultTopology()
@@ -54,7 +59,8 @@ func newPipeline(t *testing.T, budget memory.Budget, chat compress.Chat) *pipeli
 		t.Fatal(err)
 	}
 	p := &pipeline{t: t, env: env, topo: topo, budget: budget}
-	in, err := ingest.New(ctx, ingest.Config{Topology: topo, Budget: budget, IdleTimeout: -1}, jsOf(t, env), zerolog.Nop())
+	icfg.Topology = topo
+	in, err := ingest.New(ctx, icfg, jsOf(t, env), zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,6 +406,33 @@ func TestLLMDownEventIsRetriedThenDeadLettered(t *testing.T) {
 	}
 	if c := calls.Load(); c < events.WorkerMaxDeliver {
 		t.Fatalf("%d LLM calls for %d deliveries", c, events.WorkerMaxDeliver)
+	}
+}
+
+func TestCompressionCatchesUpWhenTheLLMReturns(t *testing.T) {
+	var up atomic.Bool
+	fake := &fakeLLM{}
+	ok := fake.handler()
+	srv := llmtest.NewServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		if !up.Load() {
+			llmtest.WriteError(w, 503, "server_error", "", "down for maintenance")
+			return
+		}
+		ok(w, r, n)
+	})
+	p := newPipelineWith(t, ingest.Config{Budget: smallBudget(800), IdleTimeout: -1, RepressureAfter: 400 * time.Millisecond}, newClient(t, srv, 1))
+	sub, err := p.env.NC.SubscribeSync("memory.dlq.acme.back")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.converse("back", 0, 30, false)
+	if _, err := sub.NextMsg(30 * time.Second); err != nil {
+		t.Fatalf("the pressure event was not dead-lettered while the LLM was down: %v", err)
+	}
+	up.Store(true)
+	st := p.summarized("back", 20*time.Second)
+	if st.Header.Turns != 30 {
+		t.Fatalf("%d turns applied, want 30", st.Header.Turns)
 	}
 }
 

@@ -386,3 +386,51 @@ func TestForgetLeavesNothingOfTheUser(t *testing.T) {
 	e.end("acme", "a1", "carol", "c2", t0.Add(3*time.Hour))
 	e.facts("acme", "carol", 1)
 }
+
+func TestDeleteAndCorrectOneFact(t *testing.T) {
+	e := start(t, 1, nil)
+	e.say("acme", "s1", "alice", "t1", "I live in Paris. I prefer tea.", t0)
+	e.end("acme", "s1", "alice", "e1", t0.Add(time.Minute))
+	facts := e.facts("acme", "alice", 2)
+	var city, tea longterm.Fact
+	for _, f := range facts {
+		if strings.Contains(f.Content, "Paris") {
+			city = f
+		} else {
+			tea = f
+		}
+	}
+	ask := func(req events.ForgetRequest) (events.ForgetReply, string) {
+		body, _ := json.Marshal(req)
+		m, err := e.env.NC.Request("memory.forget.acme", body, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var reply events.ForgetReply
+		_ = json.Unmarshal(m.Data, &reply)
+		return reply, m.Header.Get("Nats-Service-Error-Code")
+	}
+	if _, code := ask(events.ForgetRequest{User: "alice", FactID: tea.ID}); code != "" {
+		t.Fatalf("delete: %s", code)
+	}
+	reply, code := ask(events.ForgetRequest{User: "alice", FactID: city.ID, Content: "The user lives in Lyon"})
+	if code != "" || reply.Fact == nil || reply.Fact.Content != "The user lives in Lyon" {
+		t.Fatalf("correct: %s %+v", code, reply)
+	}
+	if _, code := ask(events.ForgetRequest{User: "alice", FactID: "fact_nope"}); code != "404" {
+		t.Fatalf("unknown fact: code %q, want 404", code)
+	}
+	recs, err := e.store.User(context.Background(), "acme", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var live []string
+	for _, f := range recs.Facts {
+		if f.Live() {
+			live = append(live, f.Content)
+		}
+	}
+	if !slices.Equal(live, []string{"The user lives in Lyon"}) || len(recs.Facts) != 3 {
+		t.Fatalf("live %v of %d facts, want only Lyon with Paris and tea in the history", live, len(recs.Facts))
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/agentmem/agentmem/internal/fact"
+	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/pkg/events"
 )
@@ -219,10 +221,52 @@ func (w *Worker) serveForget(ctx context.Context, req micro.Request) {
 	}
 	fctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
+	if fr.FactID != "" {
+		reply, err := w.forgetFact(fctx, tenant, fr)
+		switch {
+		case errors.Is(err, longterm.ErrNotFound):
+			fail(404, "fact_id", fmt.Sprintf("user %q has no fact %q", fr.User, fr.FactID))
+		case err != nil:
+			fail(500, "", "forgetting the fact: "+err.Error())
+		default:
+			_ = req.RespondJSON(reply)
+		}
+		return
+	}
 	counts, err := w.Forget(fctx, tenant, fr.User)
 	if err != nil {
 		fail(500, "", "forgetting: "+err.Error())
 		return
 	}
 	_ = req.RespondJSON(events.ForgetReply{Forgotten: counts})
+}
+
+// forgetFact deletes one fact (op "deleted") or corrects it (a new fact supersedes it).
+func (w *Worker) forgetFact(ctx context.Context, tenant string, fr events.ForgetRequest) (events.ForgetReply, error) {
+	now := time.Now().UTC()
+	if fr.Content == "" {
+		f, changed, err := w.store.DeleteFact(ctx, tenant, fr.User, fr.FactID, now)
+		if err != nil {
+			return events.ForgetReply{}, err
+		}
+		if changed {
+			if err := w.publishFact(ctx, tenant, fr.User, "fact-deleted-"+f.ID, events.FactDeleted, f); err != nil {
+				return events.ForgetReply{}, err
+			}
+		}
+		return events.ForgetReply{Forgotten: map[string]int{"facts": 1}}, nil
+	}
+	newID := fact.ID(tenant, fr.User, fr.Content)
+	nf, old, err := w.store.Correct(ctx, tenant, fr.User, fr.FactID, newID, fr.Content, w.counter.Count(fr.Content), now)
+	if err != nil {
+		return events.ForgetReply{}, err
+	}
+	if err := w.publishFact(ctx, tenant, fr.User, "fact-added-"+nf.ID, events.FactAdded, nf); err != nil {
+		return events.ForgetReply{}, err
+	}
+	if err := w.publishFact(ctx, tenant, fr.User, "fact-superseded-"+old.ID+"-"+nf.ID, events.FactSuperseded, old); err != nil {
+		return events.ForgetReply{}, err
+	}
+	ev := nf.Event()
+	return events.ForgetReply{Forgotten: map[string]int{"facts": 0}, Fact: &ev}, nil
 }

@@ -49,6 +49,9 @@ type Config struct {
 	// IdleTimeout ends a session that received nothing for this long (default 30 minutes;
 	// negative disables). It is measured on the wall clock since the last stored message.
 	IdleTimeout time.Duration
+	// RepressureAfter re-emits the pressure event of a named range whose summary has not arrived
+	// for this long, and again every RepressureAfter (default 10 minutes; negative disables).
+	RepressureAfter time.Duration
 	// BatchSize bounds the messages taken from a partition at once (default 256).
 	BatchSize int
 	// Partitions lists the partitions this process owns (default: all).
@@ -63,6 +66,9 @@ type Config struct {
 
 // DefaultIdleTimeout is the idle time after which ingest ends a session.
 const DefaultIdleTimeout = 30 * time.Minute
+
+// DefaultRepressureAfter is how long ingest waits for a summary before re-emitting its pressure.
+const DefaultRepressureAfter = 10 * time.Minute
 
 func (c Config) withDefaults() Config {
 	if c.Topology.Prefix == "" {
@@ -88,6 +94,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.BatchSize == 0 {
 		c.BatchSize = 256
+	}
+	if c.RepressureAfter == 0 {
+		c.RepressureAfter = DefaultRepressureAfter
 	}
 	if len(c.Partitions) == 0 {
 		for p := 0; p < c.Topology.Partitions; p++ {

@@ -208,7 +208,7 @@ func (w *Worker) decide(st *session.State, m message, fx *effects) (bad string) 
 		}
 		st.Add(e, w.cfg.Budget.Conversation(), turn.User)
 		w.applied.Add(1)
-		w.checkPressure(st, e, fx)
+		w.checkPressure(st, e, m.stored, fx)
 	case events.TypeSessionEnded:
 		end, err := events.DecodeData[events.SessionEnded](ev)
 		if err != nil {

@@ -25,9 +25,14 @@ type idleTracker struct {
 
 type idleSession struct {
 	user      string
+	ended     bool
 	lastSeq   uint64
 	lastAt    time.Time
 	requested uint64 // lastSeq for which an end was already published
+
+	summaryID     string    // the latest named range, while its summary is awaited
+	awaitingSince time.Time // zero when no summary is awaited
+	reemitted     int       // re-emissions of that range's pressure so far
 }
 
 func newIdleTracker(w *Worker) *idleTracker {
@@ -39,12 +44,18 @@ func (t *idleTracker) touch(h session.Header) {
 	k := session.Key{Tenant: h.Tenant, Session: h.Session}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if h.Ended || h.User == "" {
+	awaiting := !h.AwaitingSince.IsZero()
+	if h.User == "" || (h.Ended && !awaiting) {
 		delete(t.open, k)
 		return
 	}
 	cur := t.open[k]
-	t.open[k] = idleSession{user: h.User, lastSeq: h.LastSeq, lastAt: h.LastStoredAt, requested: cur.requested}
+	next := idleSession{user: h.User, ended: h.Ended, lastSeq: h.LastSeq, lastAt: h.LastStoredAt, requested: cur.requested,
+		summaryID: h.SummaryID, awaitingSince: h.AwaitingSince}
+	if awaiting && cur.summaryID == h.SummaryID {
+		next.reemitted = cur.reemitted
+	}
+	t.open[k] = next
 }
 
 func (t *idleTracker) owns(h session.Header) bool {
@@ -52,7 +63,11 @@ func (t *idleTracker) owns(h session.Header) bool {
 }
 
 func (t *idleTracker) run(ctx context.Context) error {
-	every := min(max(t.w.cfg.IdleTimeout/10, 100*time.Millisecond), time.Minute)
+	period := t.w.cfg.IdleTimeout
+	if r := t.w.cfg.RepressureAfter; r > 0 && (period <= 0 || r < period) {
+		period = r
+	}
+	every := min(max(period/10, 100*time.Millisecond), time.Minute)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
@@ -96,13 +111,37 @@ func (t *idleTracker) sweep(ctx context.Context) {
 		s   idleSession
 	}
 	var list []due
+	type late struct {
+		key     session.Key
+		attempt int
+		id      string
+	}
+	var lates []late
+	idle, re := t.w.cfg.IdleTimeout, t.w.cfg.RepressureAfter
 	t.mu.Lock()
 	for k, s := range t.open {
-		if s.requested != s.lastSeq && !s.lastAt.IsZero() && now.Sub(s.lastAt) >= t.w.cfg.IdleTimeout {
+		if idle > 0 && !s.ended && s.requested != s.lastSeq && !s.lastAt.IsZero() && now.Sub(s.lastAt) >= idle {
 			list = append(list, due{k, s})
+		}
+		if re > 0 && !s.awaitingSince.IsZero() {
+			if n := int(now.Sub(s.awaitingSince) / re); n > s.reemitted {
+				lates = append(lates, late{k, n, s.summaryID})
+			}
 		}
 	}
 	t.mu.Unlock()
+	for _, l := range lates {
+		if err := t.w.repressure(ctx, l.key, l.attempt); err != nil {
+			t.w.log.Warn().Err(err).Str("session", l.key.Session).Msg("re-emitting pressure; will retry")
+			continue
+		}
+		t.mu.Lock()
+		if cur, ok := t.open[l.key]; ok && cur.summaryID == l.id {
+			cur.reemitted = l.attempt
+			t.open[l.key] = cur
+		}
+		t.mu.Unlock()
+	}
 	for _, d := range list {
 		if err := t.end(ctx, d.key, d.s); err != nil {
 			t.w.log.Warn().Err(err).Str("tenant", d.key.Tenant).Str("session", d.key.Session).Msg("ending idle session; will retry")

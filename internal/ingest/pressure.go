@@ -1,8 +1,11 @@
 package ingest
 
 import (
+	"context"
 	"fmt"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/pkg/events"
@@ -93,7 +96,7 @@ func selectRange(short *memory.ShortTerm, threshold, summaryTokens int) selectio
 
 // checkPressure runs after a turn was applied: at a crossing it names the range to compress,
 // replaces it by a placeholder and queues the pressure event.
-func (w *Worker) checkPressure(st *session.State, trigger memory.Entry, fx *effects) {
+func (w *Worker) checkPressure(st *session.State, trigger memory.Entry, storedAt time.Time, fx *effects) {
 	threshold := w.cfg.Budget.Threshold()
 	tokens := st.Short.Tokens()
 	if tokens < threshold {
@@ -121,30 +124,90 @@ func (w *Worker) checkPressure(st *session.State, trigger memory.Entry, fx *effe
 		return
 	}
 	st.SetAbove(st.Short.Tokens() >= threshold)
+	st.Header.AwaitingSince = storedAt
 	budget := st.Short.Budget()
 	body := events.Pressure{
 		Session: st.Key.Session, User: st.Header.User, Tokens: tokens, Budget: budget,
 		Ratio: float64(tokens) / float64(budget), EntryIDs: sel.ids, FirstSeq: sel.firstSeq, LastSeq: sel.lastSeq,
 		Number: number, SummaryID: sumID, SummaryTokens: w.cfg.SummaryTokens, Provenance: provenance,
 	}
-	id := fmt.Sprintf("pressure-%d-%s", number, sumID)
-	ev, err := events.NewEvent(id, events.TypePressure, w.cfg.Source, trigger.Timestamp, body)
+	msg, err := w.pressureMsg(st.Key, fmt.Sprintf("pressure-%d-%s", number, sumID), trigger.Timestamp, body)
 	if err != nil {
 		w.log.Error().Err(err).Msg("building pressure event")
 		return
 	}
-	ev.SetSubject(st.Key.Session)
-	subject, err := events.PressureSubject(st.Key.Tenant, st.Key.Session)
+	fx.msgs = append(fx.msgs, msg)
+	w.pressures.Add(1)
+}
+
+func (w *Worker) pressureMsg(k session.Key, id string, at time.Time, body events.Pressure) (*nats.Msg, error) {
+	ev, err := events.NewEvent(id, events.TypePressure, w.cfg.Source, at, body)
 	if err != nil {
-		w.log.Error().Err(err).Msg("pressure subject")
-		return
+		return nil, err
+	}
+	ev.SetSubject(k.Session)
+	subject, err := events.PressureSubject(k.Tenant, k.Session)
+	if err != nil {
+		return nil, err
 	}
 	msg, err := events.BinaryMsg(subject, ev)
 	if err != nil {
-		w.log.Error().Err(err).Msg("encoding pressure event")
-		return
+		return nil, err
 	}
-	msg.Header.Set(events.HeaderMsgID, events.MsgID(st.Key.Tenant, st.Key.Session, id))
-	fx.msgs = append(fx.msgs, msg)
+	msg.Header.Set(events.HeaderMsgID, events.MsgID(k.Tenant, k.Session, id))
+	return msg, nil
+}
+
+// repressure re-emits the pressure event of a session's latest named range whose summary has not
+// arrived (the compressor dead-lettered it after its retries, say), under a new deterministic id
+// (the k-th re-emission), so that the session is never left waiting. The compressor handles it
+// like the original: same summary id, and a summary that exists meanwhile is only republished.
+func (w *Worker) repressure(ctx context.Context, k session.Key, attempt int) error {
+	st, err := w.store.Load(ctx, k, w.cfg.Budget.Conversation())
+	if err != nil {
+		return err
+	}
+	h := st.Header
+	if h.AwaitingSince.IsZero() || h.SummaryID == "" || !holdsPlaceholder(st, h.SummaryID) {
+		return nil
+	}
+	parts := st.Covered(h.SummaryID)
+	if len(parts) == 0 {
+		return nil
+	}
+	body := events.Pressure{
+		Session: k.Session, User: h.User, Tokens: h.Tokens, Budget: h.Budget, Ratio: h.Ratio(),
+		Number: h.Pressures, SummaryID: h.SummaryID, SummaryTokens: w.cfg.SummaryTokens,
+	}
+	var newest time.Time
+	for _, e := range parts {
+		body.EntryIDs = append(body.EntryIDs, e.ID)
+		if e.Type == memory.Summary {
+			continue
+		}
+		if body.FirstSeq == 0 || e.Seq < body.FirstSeq {
+			body.FirstSeq = e.Seq
+		}
+		body.LastSeq = max(body.LastSeq, e.Seq)
+		if e.Timestamp.After(newest) {
+			newest = e.Timestamp
+		}
+	}
+	if ph, ok := st.Short.Get(h.SummaryID); ok {
+		body.Provenance = ph.Provenance
+	} else {
+		body.Provenance = st.Provenance(body.EntryIDs)
+	}
+	id := fmt.Sprintf("pressure-%d-%s-r%d", h.Pressures, h.SummaryID, attempt)
+	msg, err := w.pressureMsg(k, id, newest, body)
+	if err != nil {
+		return err
+	}
+	if _, err := w.js.PublishMsg(ctx, msg); err != nil {
+		return fmt.Errorf("re-emitting pressure of %s: %w", k, err)
+	}
 	w.pressures.Add(1)
+	w.log.Warn().Str("tenant", k.Tenant).Str("session", k.Session).Str("summary_id", h.SummaryID).Int("attempt", attempt).
+		Time("awaiting_since", h.AwaitingSince).Msg("summary still missing; pressure re-emitted")
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -100,6 +101,9 @@ func (w *Worker) applySummary(part *partition, m jetstream.Msg) error {
 			"usage": map[string]any{"calls": sum.Usage.Calls, "input_tokens": sum.Usage.InputTokens, "output_tokens": sum.Usage.OutputTokens},
 		},
 	})
+	if sum.SummaryID == st.Header.SummaryID {
+		st.Header.AwaitingSince = time.Time{}
+	}
 	writes, err := w.store.Commit(ctx, st)
 	w.writes.Add(uint64(writes))
 	if err != nil {
@@ -108,6 +112,7 @@ func (w *Worker) applySummary(part *partition, m jetstream.Msg) error {
 	}
 	w.commits.Add(1)
 	w.summaries.Add(1)
+	w.idle.touch(st.Header)
 	return nil
 }
 

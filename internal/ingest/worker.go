@@ -117,7 +117,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		g.Go(func() error { return w.runPartition(gctx, p) })
 	}
 	g.Go(func() error { return w.runMalformed(gctx) })
-	if w.cfg.IdleTimeout > 0 {
+	if w.cfg.IdleTimeout > 0 || w.cfg.RepressureAfter > 0 {
 		g.Go(func() error { return w.idle.run(gctx) })
 	}
 	w.log.Info().Ints("partitions", w.cfg.Partitions).Int("budget", w.cfg.Budget.Conversation()).

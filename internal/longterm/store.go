@@ -462,3 +462,26 @@ func (s *Store) Forget(ctx context.Context, tenant, user string) (uint64, error)
 	}
 	return n, nil
 }
+
+// Correct replaces a fact by one with new content, stated at at: the new fact (same category and
+// key, provenance the old one's) supersedes the old one, which stays in the history.
+func (s *Store) Correct(ctx context.Context, tenant, user, oldID, newID, content string, tokens int, at time.Time) (Fact, Fact, error) {
+	old, err := s.Fact(ctx, tenant, user, oldID)
+	if err != nil {
+		return Fact{}, Fact{}, err
+	}
+	nf := Fact{
+		ID: newID, Tenant: tenant, User: user, Content: content, Category: old.Category, Key: old.Key,
+		Tokens: tokens, ValidFrom: at, Provenance: old.Provenance, Sessions: old.Sessions, Confidence: 1,
+		Extractor: "correction",
+	}
+	ch, err := s.AddFact(ctx, nf)
+	if err != nil {
+		return Fact{}, Fact{}, err
+	}
+	marked, err := s.supersede(ctx, tenant, user, oldID, newID, at)
+	if err != nil {
+		return Fact{}, Fact{}, err
+	}
+	return ch.Fact, marked, nil
+}

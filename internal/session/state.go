@@ -41,22 +41,25 @@ func (k Key) String() string { return k.Tenant + "." + k.Session }
 
 // Header is the small, fixed-size record of a session's state.
 type Header struct {
-	V             int       `json:"v"`
-	Tenant        string    `json:"tenant"`
-	Session       string    `json:"session"`
-	User          string    `json:"user,omitempty"`
-	Partition     int       `json:"partition"`
-	LastSeq       uint64    `json:"last_seq"`
-	Turns         int       `json:"turns"`
-	Rejected      int       `json:"rejected"`
-	Kept          int       `json:"kept"`
-	Tokens        int       `json:"tokens"`
-	Pending       int       `json:"pending"`
-	PendingTokens int       `json:"pending_tokens"`
-	Budget        int       `json:"budget"`
-	Pressures     int       `json:"pressures"`
-	Above         bool      `json:"above"`
-	SummaryID     string    `json:"summary_id,omitempty"`
+	V             int    `json:"v"`
+	Tenant        string `json:"tenant"`
+	Session       string `json:"session"`
+	User          string `json:"user,omitempty"`
+	Partition     int    `json:"partition"`
+	LastSeq       uint64 `json:"last_seq"`
+	Turns         int    `json:"turns"`
+	Rejected      int    `json:"rejected"`
+	Kept          int    `json:"kept"`
+	Tokens        int    `json:"tokens"`
+	Pending       int    `json:"pending"`
+	PendingTokens int    `json:"pending_tokens"`
+	Budget        int    `json:"budget"`
+	Pressures     int    `json:"pressures"`
+	Above         bool   `json:"above"`
+	SummaryID     string `json:"summary_id,omitempty"`
+	// AwaitingSince is when the latest named range (SummaryID) was named, while its summary has
+	// not arrived; zero otherwise. Ingest re-emits its pressure when it waits too long.
+	AwaitingSince time.Time `json:"awaiting_since,omitzero"`
 	Summaries     int       `json:"summaries"`
 	Ended         bool      `json:"ended"`
 	EndedAt       time.Time `json:"ended_at,omitzero"`

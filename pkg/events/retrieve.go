@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -267,6 +268,10 @@ func NewErrorBody(code int, err error) ErrorBody {
 // everything about a user.
 type ForgetRequest struct {
 	User string `json:"user"`
+	// FactID, when set, forgets only that fact of the user (op "deleted"), or, with Content,
+	// corrects it: a new fact with that content supersedes it (an extension beyond DESIGN.md).
+	FactID  string `json:"fact_id,omitempty"`
+	Content string `json:"content,omitempty"`
 }
 
 // ParseForgetRequest decodes and validates a forget request body; errors are
@@ -285,12 +290,25 @@ func ParseForgetRequest(body []byte) (ForgetRequest, error) {
 // Validate checks that the user is a valid token; it returns nil or a
 // *FieldError naming "user".
 func (r ForgetRequest) Validate() error {
-	return ValidateToken("user", r.User)
+	if err := ValidateToken("user", r.User); err != nil {
+		return err
+	}
+	if r.Content != "" && r.FactID == "" {
+		return &FieldError{Field: "content", Message: "a correction needs fact_id"}
+	}
+	if r.FactID != "" && !factIDRE.MatchString(r.FactID) {
+		return fieldErrorValue("fact_id", r.FactID, "is not a fact id")
+	}
+	return nil
 }
+
+var factIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 
 // ForgetReply is the reply to a forget request: how many items of each kind
 // were forgotten.
 type ForgetReply struct {
+	// Fact is the correcting fact, for a correction.
+	Fact *Fact `json:"fact,omitempty"`
 	// Forgotten is encoded as {} when empty, never null.
 	Forgotten map[string]int `json:"forgotten"`
 }

@@ -29,7 +29,7 @@ import (
 
 // pipeline is ingest plus a compressor on a real in-process JetStream.
 type pipeline struct {
-	t       *testing.T
+	t       testing.TB
 	env     *brokertest.Env
 	topo    events.Topology
 	budget  memory.Budget
@@ -44,11 +44,11 @@ func smallBudget(tokens int) memory.Budget {
 	return b
 }
 
-func newPipeline(t *testing.T, budget memory.Budget, chat compress.Chat) *pipeline {
+func newPipeline(t testing.TB, budget memory.Budget, chat compress.Chat) *pipeline {
 	return newPipelineWith(t, ingest.Config{Budget: budget, IdleTimeout: -1}, chat)
 }
 
-func newPipelineWith(t *testing.T, icfg ingest.Config, chat compress.Chat) *pipeline {
+func newPipelineWith(t testing.TB, icfg ingest.Config, chat compress.Chat) *pipeline {
 	budget := icfg.Budget
 	t.Helper()
 	env := brokertest.Start(t)
@@ -70,7 +70,7 @@ func newPipelineWith(t *testing.T, icfg ingest.Config, chat compress.Chat) *pipe
 	return p
 }
 
-func jsOf(t *testing.T, env *brokertest.Env) jetstream.JetStream {
+func jsOf(t testing.TB, env *brokertest.Env) jetstream.JetStream {
 	js, err := jetstream.New(env.Connect(t))
 	if err != nil {
 		t.Fatal(err)
@@ -244,7 +244,7 @@ func readAll(r *http.Request) []byte {
 	}
 }
 
-func newClient(t *testing.T, srv *llmtest.Server, attempts int) *llm.Client {
+func newClient(t testing.TB, srv *llmtest.Server, attempts int) *llm.Client {
 	t.Helper()
 	c, err := llm.New(llm.Config{BaseURL: srv.URL, Model: "test-model", APIKey: "sk-test", MaxAttempts: attempts,
 		MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, Timeout: 2 * time.Second}, zerolog.Nop())

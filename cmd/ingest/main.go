@@ -32,6 +32,7 @@ func run(ctx context.Context, args []string) error {
 	summaryTokens := fs.Int("summary-tokens", 2000, "token cap a compression range is accounted at")
 	maxContent := fs.Int("max-content-bytes", 256<<10, "largest turn content accepted")
 	idle := fs.Duration("idle-timeout", ingest.DefaultIdleTimeout, "end a session after this long without a turn (negative: never)")
+	repressure := fs.Duration("repressure-after", ingest.DefaultRepressureAfter, "re-emit the pressure of a range whose summary has not arrived after this long (negative: never)")
 	parts := fs.String("owned-partitions", "", "comma-separated partitions this process consumes (default: all)")
 	conn := settings.BindConn(fs)
 	budget := settings.BindBudget(fs)
@@ -66,7 +67,7 @@ func run(ctx context.Context, args []string) error {
 	}
 	w, err := ingest.New(setup, ingest.Config{
 		Topology: t, Budget: budget.Memory(), Tokenizer: budget.Tokenizer, SummaryTokens: *summaryTokens,
-		MaxContentBytes: *maxContent, IdleTimeout: *idle, Partitions: owned,
+		MaxContentBytes: *maxContent, IdleTimeout: *idle, RepressureAfter: *repressure, Partitions: owned,
 	}, js, log)
 	if err != nil {
 		return err

@@ -36,6 +36,7 @@ func run(ctx context.Context, args []string) error {
 	summaryTokens := fs.Int("summary-tokens", 2000, "token cap a compression range is accounted at")
 	maxContent := fs.Int("max-content-bytes", 256<<10, "largest turn content accepted")
 	idle := fs.Duration("idle-timeout", ingest.DefaultIdleTimeout, "end a session after this long without a turn (negative: never)")
+	repressure := fs.Duration("repressure-after", ingest.DefaultRepressureAfter, "re-emit the pressure of a range whose summary has not arrived after this long (negative: never)")
 	decay := fs.String("decay", "linear:24h:0.5", "time decay of retrieval scores: linear:WINDOW:FLOOR, halflife:HALFLIFE:FLOOR or none")
 	llmCfg := settings.BindLLM(fs)
 	budget := settings.BindBudget(fs)
@@ -58,7 +59,7 @@ func run(ctx context.Context, args []string) error {
 		Topology: topo.Events(),
 		Ingest: ingest.Config{
 			Budget: budget.Memory(), Tokenizer: budget.Tokenizer, SummaryTokens: *summaryTokens,
-			MaxContentBytes: *maxContent, IdleTimeout: *idle,
+			MaxContentBytes: *maxContent, IdleTimeout: *idle, RepressureAfter: *repressure,
 		},
 		Retrieve: retrieve.Config{Tokenizer: budget.Tokenizer, Decay: d},
 		Extract:  extract.Config{Tokenizer: budget.Tokenizer},

@@ -31,6 +31,7 @@ func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("compressor", flag.ContinueOnError)
 	concurrency := fs.Int("concurrency", 4, "compressions running at once")
 	conn := settings.BindConn(fs)
+	healthAddr := settings.BindHealth(fs)
 	llmCfg := settings.BindLLM(fs)
 	topo := settings.BindTopology(fs)
 	logf := settings.BindLog(fs)
@@ -47,6 +48,7 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer nc.Close()
+	settings.ServeHealth(ctx, *healthAddr, nc, log)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return err

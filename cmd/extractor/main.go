@@ -33,6 +33,7 @@ func run(ctx context.Context, args []string) error {
 	minConfidence := fs.Float64("min-confidence", 0.5, "drop facts the extractor is less sure of")
 	tokenizer := fs.String("tokenizer", "estimate", "token counter: estimate or o200k")
 	conn := settings.BindConn(fs)
+	healthAddr := settings.BindHealth(fs)
 	llmCfg := settings.BindLLM(fs)
 	topo := settings.BindTopology(fs)
 	logf := settings.BindLog(fs)
@@ -49,6 +50,7 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer nc.Close()
+	settings.ServeHealth(ctx, *healthAddr, nc, log)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return err

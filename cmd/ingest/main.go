@@ -35,6 +35,7 @@ func run(ctx context.Context, args []string) error {
 	repressure := fs.Duration("repressure-after", ingest.DefaultRepressureAfter, "re-emit the pressure of a range whose summary has not arrived after this long (negative: never)")
 	parts := fs.String("owned-partitions", "", "comma-separated partitions this process consumes (default: all)")
 	conn := settings.BindConn(fs)
+	healthAddr := settings.BindHealth(fs)
 	budget := settings.BindBudget(fs)
 	topo := settings.BindTopology(fs)
 	logf := settings.BindLog(fs)
@@ -55,6 +56,7 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer nc.Close()
+	settings.ServeHealth(ctx, *healthAddr, nc, log)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return err

@@ -39,6 +39,7 @@ func run(ctx context.Context, args []string) error {
 	repressure := fs.Duration("repressure-after", ingest.DefaultRepressureAfter, "re-emit the pressure of a range whose summary has not arrived after this long (negative: never)")
 	decay := fs.String("decay", "linear:24h:0.5", "time decay of retrieval scores: linear:WINDOW:FLOOR, halflife:HALFLIFE:FLOOR or none")
 	llmCfg := settings.BindLLM(fs)
+	healthAddr := settings.BindHealth(fs)
 	budget := settings.BindBudget(fs)
 	topo := settings.BindTopology(fs)
 	logf := settings.BindLog(fs)
@@ -69,6 +70,7 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	settings.ServeHealth(ctx, *healthAddr, dm.Conn(), log)
 	select {
 	case <-ctx.Done():
 		log.Info().Msg("shutting down: draining workers")

@@ -30,6 +30,7 @@ func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("retriever", flag.ContinueOnError)
 	decay := fs.String("decay", "linear:24h:0.5", "time decay of retrieval scores: linear:WINDOW:FLOOR, halflife:HALFLIFE:FLOOR or none")
 	conn := settings.BindConn(fs)
+	healthAddr := settings.BindHealth(fs)
 	budget := settings.BindBudget(fs)
 	topo := settings.BindTopology(fs)
 	logf := settings.BindLog(fs)
@@ -50,6 +51,7 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer nc.Close()
+	settings.ServeHealth(ctx, *healthAddr, nc, log)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return err

@@ -149,6 +149,9 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Daemon, error)
 	return d, nil
 }
 
+// Conn is the daemon's own NATS connection.
+func (d *Daemon) Conn() *nats.Conn { return d.nc }
+
 // URL is the client URL of the embedded server.
 func (d *Daemon) URL() string { return d.broker.ClientURL() }
 

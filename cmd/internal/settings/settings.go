@@ -19,6 +19,7 @@ import (
 	"github.com/peterbourgon/ff/v3"
 	"github.com/rs/zerolog"
 
+	"github.com/agentmem/agentmem/internal/health"
 	"github.com/agentmem/agentmem/internal/llm"
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
@@ -182,6 +183,27 @@ func Secret(name string) bool {
 		}
 	}
 	return false
+}
+
+// BindHealth registers --health-listen: the address of the /healthz and /readyz endpoints (empty:
+// none).
+func BindHealth(fs *flag.FlagSet) *string {
+	return fs.String("health-listen", "", "address of the HTTP /healthz and /readyz endpoints, e.g. :8080 (empty: none)")
+}
+
+// ServeHealth serves the health endpoints on addr in the background until ctx ends, with a check
+// that nc is connected.
+func ServeHealth(ctx context.Context, addr string, nc *nats.Conn, log zerolog.Logger) {
+	if addr == "" {
+		return
+	}
+	hs := health.New(log)
+	hs.Add("nats", health.NATS(nc))
+	go func() {
+		if err := hs.Serve(ctx, addr); err != nil {
+			log.Error().Err(err).Str("addr", addr).Msg("health endpoint failed")
+		}
+	}()
 }
 
 // SignalContext is cancelled on SIGINT or SIGTERM.

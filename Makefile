@@ -4,7 +4,7 @@ DATA      ?= ./data
 LISTEN    ?= 127.0.0.1:4222
 BENCHTIME ?= 1s
 
-.PHONY: build run test lint bench clean
+.PHONY: build run test lint bench eval clean
 
 build: ## compile every command into ./bin
 	$(GO) build -o bin/ ./cmd/...
@@ -21,6 +21,9 @@ lint: ## go vet and staticcheck (package comments included)
 
 bench: ## Go benchmarks: token counting, search, ingest end to end next to raw JetStream
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+
+eval: ## retrieval recall on the dev sets (LongMemEval_S, MADial-Bench) beside BM25; EVAL_ARGS="--n 20" for a quick look
+	$(GO) run ./cmd/memeval --data ../shared/data $(EVAL_ARGS)
 
 clean:
 	rm -rf bin

@@ -33,7 +33,9 @@ func run(ctx context.Context, args []string) error {
 	maxContent := fs.Int("max-content-bytes", 256<<10, "largest turn content accepted")
 	idle := fs.Duration("idle-timeout", ingest.DefaultIdleTimeout, "end a session after this long without a turn (negative: never)")
 	repressure := fs.Duration("repressure-after", ingest.DefaultRepressureAfter, "re-emit the pressure of a range whose summary has not arrived after this long (negative: never)")
-	parts := fs.String("owned-partitions", "", "comma-separated partitions this process consumes (default: all)")
+	parts := fs.String("owned-partitions", "", "comma-separated partitions this process consumes, statically (default: share the partitions with the other ingest members)")
+	member := fs.String("member", "", "this process's name among the ingest members (default: host-pid-random)")
+	memberTTL := fs.Duration("member-ttl", 6*time.Second, "how long a member that stopped its heartbeats keeps its partitions")
 	conn := settings.BindConn(fs)
 	healthAddr := settings.BindHealth(fs)
 	budget := settings.BindBudget(fs)
@@ -70,6 +72,7 @@ func run(ctx context.Context, args []string) error {
 	w, err := ingest.New(setup, ingest.Config{
 		Topology: t, Budget: budget.Memory(), Tokenizer: budget.Tokenizer, SummaryTokens: *summaryTokens,
 		MaxContentBytes: *maxContent, IdleTimeout: *idle, RepressureAfter: *repressure, Partitions: owned,
+		Member: *member, MemberTTL: *memberTTL,
 	}, js, log)
 	if err != nil {
 		return err

@@ -27,7 +27,10 @@ package ingest
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
+
+	"github.com/nats-io/nuid"
 
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
@@ -54,8 +57,15 @@ type Config struct {
 	RepressureAfter time.Duration
 	// BatchSize bounds the messages taken from a partition at once (default 256).
 	BatchSize int
-	// Partitions lists the partitions this process owns (default: all).
+	// Partitions, when set, are the partitions this process owns, statically. Otherwise (the
+	// default) the process joins the ingest members and owns the partitions rendezvous hashing
+	// gives it among the live members (all of them when it runs alone).
 	Partitions []int
+	// Member names this process among the ingest members (default: host-pid-random).
+	Member string
+	// MemberTTL is how long a member that stopped its heartbeats keeps its partitions (default 6s).
+	MemberTTL time.Duration
+	static    bool
 	// CachedSessions bounds the sessions each partition keeps in memory (default 1,024).
 	CachedSessions int
 	// Source is the CloudEvents source of the events ingest publishes ("agentmem/ingest").
@@ -98,6 +108,14 @@ func (c Config) withDefaults() Config {
 	if c.RepressureAfter == 0 {
 		c.RepressureAfter = DefaultRepressureAfter
 	}
+	c.static = len(c.Partitions) > 0
+	if c.Member == "" {
+		host, _ := os.Hostname()
+		c.Member = memberToken(fmt.Sprintf("%s-%d-%s", host, os.Getpid(), nuid.Next()[:6]))
+	}
+	if c.MemberTTL == 0 {
+		c.MemberTTL = 6 * time.Second
+	}
 	if len(c.Partitions) == 0 {
 		for p := 0; p < c.Topology.Partitions; p++ {
 			c.Partitions = append(c.Partitions, p)
@@ -110,6 +128,17 @@ func (c Config) withDefaults() Config {
 		c.Source = "agentmem/ingest"
 	}
 	return c
+}
+
+// memberToken keeps a member name usable as a KV key.
+func memberToken(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
 }
 
 // Validate names the first field that cannot work.
@@ -132,6 +161,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("ingest: batch size %d must be within 1-%d", c.BatchSize, events.IngestMaxAckPending)
 	case c.CachedSessions < 1:
 		return errors.New("ingest: cached sessions must be positive")
+	case c.MemberTTL < 300*time.Millisecond:
+		return errors.New("ingest: member TTL must be at least 300ms")
+	case memberToken(c.Member) != c.Member:
+		return fmt.Errorf("ingest: member %q may hold only [A-Za-z0-9_-]", c.Member)
 	}
 	for _, p := range c.Partitions {
 		if p < 0 || p >= c.Topology.Partitions {

@@ -3,7 +3,6 @@ package ingest
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -24,6 +23,7 @@ type idleTracker struct {
 }
 
 type idleSession struct {
+	partition int
 	user      string
 	ended     bool
 	lastSeq   uint64
@@ -50,16 +50,12 @@ func (t *idleTracker) touch(h session.Header) {
 		return
 	}
 	cur := t.open[k]
-	next := idleSession{user: h.User, ended: h.Ended, lastSeq: h.LastSeq, lastAt: h.LastStoredAt, requested: cur.requested,
+	next := idleSession{partition: h.Partition, user: h.User, ended: h.Ended, lastSeq: h.LastSeq, lastAt: h.LastStoredAt, requested: cur.requested,
 		summaryID: h.SummaryID, awaitingSince: h.AwaitingSince}
 	if awaiting && cur.summaryID == h.SummaryID {
 		next.reemitted = cur.reemitted
 	}
 	t.open[k] = next
-}
-
-func (t *idleTracker) owns(h session.Header) bool {
-	return h.Partition < 0 || slices.Contains(t.w.cfg.Partitions, h.Partition)
 }
 
 func (t *idleTracker) run(ctx context.Context) error {
@@ -90,15 +86,12 @@ func (t *idleTracker) run(ctx context.Context) error {
 // load adds every open session of the owned partitions from the store.
 func (t *idleTracker) load(ctx context.Context) error {
 	return t.w.store.List(ctx, func(h session.Header) error {
-		if t.owns(h) {
-			k := session.Key{Tenant: h.Tenant, Session: h.Session}
-			t.mu.Lock()
-			if _, known := t.open[k]; !known {
-				t.mu.Unlock()
-				t.touch(h)
-				return nil
-			}
-			t.mu.Unlock()
+		k := session.Key{Tenant: h.Tenant, Session: h.Session}
+		t.mu.Lock()
+		_, known := t.open[k]
+		t.mu.Unlock()
+		if !known {
+			t.touch(h)
 		}
 		return nil
 	})
@@ -120,6 +113,9 @@ func (t *idleTracker) sweep(ctx context.Context) {
 	idle, re := t.w.cfg.IdleTimeout, t.w.cfg.RepressureAfter
 	t.mu.Lock()
 	for k, s := range t.open {
+		if s.partition >= 0 && !t.w.Owns(s.partition) {
+			continue // another member's session
+		}
 		if idle > 0 && !s.ended && s.requested != s.lastSeq && !s.lastAt.IsZero() && now.Sub(s.lastAt) >= idle {
 			list = append(list, due{k, s})
 		}

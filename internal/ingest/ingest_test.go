@@ -236,7 +236,7 @@ func TestCrashedWorkerTurnsAppliedInOrderByNextWorker(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		batch, err := cons.FetchNoWait(5)
+		batch, err := cons.Fetch(5, jetstream.FetchMaxWait(time.Second), jetstream.FetchPriorityGroup(events.IngestPriorityGroup))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -50,6 +51,8 @@ type Worker struct {
 	reader  *archive.Reader
 	dlq     *deadletter.Writer
 	idle    *idleTracker
+
+	members atomic.Pointer[membership]
 
 	messages, filled, applied, rejected, duplicates, pressures, summaries atomic.Uint64
 	commits, writes, conflicts, failures                                  atomic.Uint64
@@ -113,14 +116,26 @@ func (w *Worker) Stats() Stats {
 // then drains: messages already delivered are processed and acknowledged before it returns.
 func (w *Worker) Run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
-	for _, p := range w.cfg.Partitions {
-		g.Go(func() error { return w.runPartition(gctx, p) })
+	if w.cfg.static {
+		for _, p := range w.cfg.Partitions {
+			g.Go(func() error { return w.runPartition(gctx, p) })
+		}
+	} else {
+		m, err := w.newMembership(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		w.members.Store(m)
+		g.Go(func() error { return m.run(gctx) })
 	}
 	g.Go(func() error { return w.runMalformed(gctx) })
 	if w.cfg.IdleTimeout > 0 || w.cfg.RepressureAfter > 0 {
 		g.Go(func() error { return w.idle.run(gctx) })
 	}
-	w.log.Info().Ints("partitions", w.cfg.Partitions).Int("budget", w.cfg.Budget.Conversation()).
+	w.log.Info().Bool("static", w.cfg.static).Str("member", w.cfg.Member).Int("budget", w.cfg.Budget.Conversation()).
 		Str("tokenizer", w.counter.Name()).Msg("ingest started")
 	err := g.Wait()
 	w.log.Info().Msg("ingest stopped")
@@ -133,21 +148,43 @@ type feed struct {
 	cc jetstream.ConsumeContext
 }
 
+// Owns reports whether this process consumes partition p now.
+func (w *Worker) Owns(p int) bool {
+	if m := w.members.Load(); m != nil {
+		return slices.Contains(m.owned(), p)
+	}
+	return slices.Contains(w.cfg.Partitions, p)
+}
+
+// Owned lists the partitions this process consumes now.
+func (w *Worker) Owned() []int {
+	if m := w.members.Load(); m != nil {
+		return m.owned()
+	}
+	return slices.Clone(w.cfg.Partitions)
+}
+
 // startConsume starts delivering the messages of a durable consumer into a channel large enough
 // for everything the consumer may have in flight, so the delivery callback never blocks.
-func (w *Worker) startConsume(ctx context.Context, stream, name string) (*feed, error) {
+// Partition consumers are consumed in their priority group (one pinned member at a time).
+func (w *Worker) startConsume(ctx context.Context, stream, name string, pinned bool) (*feed, error) {
 	cons, err := w.js.Consumer(ctx, stream, name)
 	if err != nil {
 		return nil, fmt.Errorf("binding consumer %q: %w", name, err)
 	}
 	f := &feed{ch: make(chan jetstream.Msg, events.IngestMaxAckPending+w.cfg.BatchSize)}
-	f.cc, err = cons.Consume(func(m jetstream.Msg) { f.ch <- m },
+	opts := []jetstream.PullConsumeOpt{
 		jetstream.PullMaxMessages(w.cfg.BatchSize),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			if !errors.Is(err, jetstream.ErrConsumerDeleted) {
 				w.log.Debug().Err(err).Str("consumer", name).Msg("consume")
 			}
-		}))
+		}),
+	}
+	if pinned {
+		opts = append(opts, jetstream.PullPriorityGroup(events.IngestPriorityGroup))
+	}
+	f.cc, err = cons.Consume(func(m jetstream.Msg) { f.ch <- m }, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("consuming %q: %w", name, err)
 	}
@@ -253,14 +290,14 @@ func (p *partition) drop(k session.Key) {
 func (w *Worker) runPartition(ctx context.Context, n int) error {
 	part := newPartition(n, max(1, w.cfg.CachedSessions))
 	topo := w.cfg.Topology
-	turns, err := w.startConsume(ctx, topo.TurnsStream(), topo.IngestConsumer(n))
+	turns, err := w.startConsume(ctx, topo.TurnsStream(), topo.IngestConsumer(n), true)
 	if ctx.Err() != nil {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	sums, err := w.startConsume(ctx, topo.SummaryStream(), topo.IngestSummaryConsumer(n))
+	sums, err := w.startConsume(ctx, topo.SummaryStream(), topo.IngestSummaryConsumer(n), true)
 	if err != nil {
 		turns.cc.Stop()
 		if ctx.Err() != nil {
@@ -329,7 +366,7 @@ func (w *Worker) deadLetterUnparsed(m jetstream.Msg, meta *jetstream.MsgMetadata
 }
 
 func (w *Worker) runMalformed(ctx context.Context) error {
-	f, err := w.startConsume(ctx, w.cfg.Topology.TurnsStream(), w.cfg.Topology.MalformedConsumer())
+	f, err := w.startConsume(ctx, w.cfg.Topology.TurnsStream(), w.cfg.Topology.MalformedConsumer(), false)
 	if ctx.Err() != nil {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -30,11 +31,14 @@ type ranker interface {
 	rank(docs []Doc, query string) []string
 }
 
-// method is a ranking method under evaluation.
+// method is a ranking method under evaluation; a nil ranker skips that data set.
 type method struct {
-	name string
-	r    ranker
+	name       string
+	lme, zh, en ranker
 }
+
+// all returns the method that ranks every data set with r.
+func all(name string, r ranker) method { return method{name, r, r, r} }
 
 // cfgRanker ranks with an Index of the given configuration.
 type cfgRanker Config
@@ -66,14 +70,101 @@ func (plainBM25) rank(docs []Doc, query string) []string {
 	return ids
 }
 
+// refBM25 is plain BM25 (k1 = 1.2, b = 0.75) with a simple tokenizer, ties in document
+// order: it reproduces the figures of baselines.md, which validates the metric code here.
+type refBM25 struct {
+	tokens func(string) []string
+	dedup  bool // count a repeated query term once
+}
+
+var (
+	wordRE  = regexp.MustCompile(`\w+`)
+	hanOrAl = regexp.MustCompile(`\p{Han}+|[a-zA-Z0-9]+`)
+)
+
+// refWords is lower-cased \w+ words, as baselines.md's LongMemEval figures.
+func refWords(s string) []string { return wordRE.FindAllString(strings.ToLower(s), -1) }
+
+// refWordsStop is refWords without internal/search's English stop words.
+func refWordsStop(s string) []string {
+	return slices.DeleteFunc(refWords(s), func(w string) bool { return len(search.Terms(w)) == 0 })
+}
+
+// refBigrams is the character bigrams of each Han run (a one-character run as itself) and
+// lower-cased alphanumeric words, as baselines.md's MADial zh figures.
+func refBigrams(s string) []string {
+	var out []string
+	for _, run := range hanOrAl.FindAllString(s, -1) {
+		r := []rune(run)
+		if r[0] < 0x80 {
+			out = append(out, strings.ToLower(run))
+			continue
+		}
+		if len(r) == 1 {
+			out = append(out, run)
+		}
+		for i := 0; i+1 < len(r); i++ {
+			out = append(out, string(r[i:i+2]))
+		}
+	}
+	return out
+}
+
+func (r refBM25) rank(docs []Doc, query string) []string {
+	const k1, b = 1.2, 0.75
+	toks := make([][]string, len(docs))
+	df := map[string]int{}
+	total := 0
+	for i, d := range docs {
+		toks[i] = r.tokens(d.Text)
+		total += len(toks[i])
+		seen := map[string]bool{}
+		for _, t := range toks[i] {
+			if !seen[t] {
+				seen[t] = true
+				df[t]++
+			}
+		}
+	}
+	q := r.tokens(query)
+	if r.dedup {
+		seen := map[string]bool{}
+		q = slices.DeleteFunc(q, func(t string) bool { dup := seen[t]; seen[t] = true; return dup })
+	}
+	n, avg := float64(len(docs)), float64(total)/float64(len(docs))
+	scores := make([]float64, len(docs))
+	for i := range docs {
+		tf := map[string]int{}
+		for _, t := range toks[i] {
+			tf[t]++
+		}
+		for _, t := range q {
+			if f := float64(tf[t]); f > 0 {
+				idf := math.Log(1 + (n-float64(df[t])+0.5)/(float64(df[t])+0.5))
+				scores[i] += idf * f * (k1 + 1) / (f + k1*(1-b+b*float64(len(toks[i]))/avg))
+			}
+		}
+	}
+	order := make([]int, len(docs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return scores[order[a]] > scores[order[b]] })
+	ids := make([]string, 0, 50)
+	for _, i := range order[:min(50, len(order))] {
+		ids = append(ids, docs[i].ID)
+	}
+	return ids
+}
+
 // ---- LongMemEval ----
 
 type lmeQuestion struct {
 	id, qtype, question string
-	date               time.Time
-	docs               []Doc
-	answerSessions     []string
-	answerTurns        map[string]bool
+	date                time.Time
+	docs                []Doc
+	answerSessions      []string
+	answerTurns         map[string]bool
 }
 
 func loadLongMemEval(path string) ([]lmeQuestion, error) {
@@ -372,8 +463,10 @@ func evalMADial(set *madialSet, r ranker) []float64 {
 // method.
 func devMethods() []method {
 	return []method{
-		{"plain BM25 (internal/search)", plainBM25{}},
-		{"rank: BM25 only", cfgRanker(Config{})},
+		{"baselines.md reproduction (simple tokens)", refBM25{tokens: refWords},
+			refBM25{tokens: refBigrams, dedup: true}, refBM25{tokens: refWordsStop, dedup: true}},
+		all("plain BM25 (internal/search)", plainBM25{}),
+		all("rank: BM25 only", cfgRanker(Config{})),
 	}
 }
 
@@ -403,11 +496,19 @@ func TestDevSets(t *testing.T) {
 		methods = slices.DeleteFunc(methods, func(m method) bool { return !re.MatchString(m.name) })
 	}
 
-	var mad strings.Builder
+	madial := map[string][]string{}
 	var lme strings.Builder
 	for _, m := range methods {
+		for lang, r := range map[string]ranker{"zh": m.zh, "en": m.en} {
+			if r != nil {
+				madial[lang] = append(madial[lang], fmt.Sprintf("%-44s %s %s", m.name, lang, fmtFloats(evalMADial(sets[lang], r))))
+			}
+		}
+		if m.lme == nil {
+			continue
+		}
 		start := time.Now()
-		byType, counts, _ := evalLME(qs, m.r)
+		byType, counts, _ := evalLME(qs, m.lme)
 		all := byType["all"]
 		types := make([]string, 0, len(byType))
 		for k := range byType {
@@ -422,13 +523,10 @@ func TestDevSets(t *testing.T) {
 		}
 		fmt.Fprintf(&lme, "%-44s %8.3f %8.3f %8.3f %8.3f | %s  [%s]\n", m.name, all[0], all[1], all[2], all[3],
 			strings.Join(per, " "), time.Since(start).Round(time.Millisecond))
-		for _, lang := range []string{"zh", "en"} {
-			rec := evalMADial(sets[lang], m.r)
-			fmt.Fprintf(&mad, "%-44s %s %s\n", m.name, lang, fmtFloats(rec))
-		}
 	}
+	mad := strings.Join(madial["zh"], "\n") + "\n" + strings.Join(madial["en"], "\n")
 	t.Logf("\nLongMemEval-S dev, %d questions: S-R_all and T-R_any over the distinct turn ids (baselines.md units)\n%-44s %8s %8s %8s %8s | @10 S-R_all/T-R_any by type\n%s\nMADial-Bench, the user's own memories as candidates: recall@%v\n%s",
-		len(qs), "method", "S-all@5", "S-all@10", "T-any@5", "T-any@10", lme.String(), madialKs, mad.String())
+		len(qs), "method", "S-all@5", "S-all@10", "T-any@5", "T-any@10", lme.String(), madialKs, mad)
 }
 
 func abbrev(qtype string) string {

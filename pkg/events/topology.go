@@ -243,6 +243,14 @@ func (t Topology) BucketConfigs() []jetstream.KeyValueConfig {
 // IngestAckWait is how long a turn may stay unacknowledged before JetStream redelivers it.
 const IngestAckWait = 60 * time.Second
 
+// IngestPriorityGroup is the priority group of the partition consumers: with the pinned-client
+// policy JetStream delivers a partition to one ingest member at a time.
+const IngestPriorityGroup = "ingest"
+
+// IngestPinnedTTL is how long a member that stopped pulling stays pinned to a partition (how
+// long a dead member's partitions wait before another member is served).
+const IngestPinnedTTL = 5 * time.Second
+
 // IngestMaxAckPending bounds the turns one partition has in flight.
 const IngestMaxAckPending = 1024
 
@@ -251,14 +259,17 @@ const IngestMaxAckPending = 1024
 // skipped; bad input is terminated and dead-lettered by ingest itself.
 func (t Topology) IngestConsumerConfig(p int) jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
-		Durable:       t.IngestConsumer(p),
-		Description:   fmt.Sprintf("agentmem ingest, turns partition %d", p),
-		FilterSubject: t.PartitionFilter(p),
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       IngestAckWait,
-		MaxDeliver:    -1,
-		MaxAckPending: IngestMaxAckPending,
+		Durable:        t.IngestConsumer(p),
+		Description:    fmt.Sprintf("agentmem ingest, turns partition %d", p),
+		FilterSubject:  t.PartitionFilter(p),
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        IngestAckWait,
+		MaxDeliver:     -1,
+		MaxAckPending:  IngestMaxAckPending,
+		PriorityPolicy: jetstream.PriorityPolicyPinned,
+		PriorityGroups: []string{IngestPriorityGroup},
+		PinnedTTL:      IngestPinnedTTL,
 	}
 }
 
@@ -280,14 +291,17 @@ func (t Topology) MalformedConsumerConfig() jetstream.ConsumerConfig {
 // IngestSummaryConsumerConfig is the durable consumer of summaries partition p.
 func (t Topology) IngestSummaryConsumerConfig(p int) jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
-		Durable:       t.IngestSummaryConsumer(p),
-		Description:   fmt.Sprintf("agentmem ingest, summaries partition %d", p),
-		FilterSubject: t.SummaryPartitionFilter(p),
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       IngestAckWait,
-		MaxDeliver:    -1,
-		MaxAckPending: IngestMaxAckPending,
+		Durable:        t.IngestSummaryConsumer(p),
+		Description:    fmt.Sprintf("agentmem ingest, summaries partition %d", p),
+		FilterSubject:  t.SummaryPartitionFilter(p),
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        IngestAckWait,
+		MaxDeliver:     -1,
+		MaxAckPending:  IngestMaxAckPending,
+		PriorityPolicy: jetstream.PriorityPolicyPinned,
+		PriorityGroups: []string{IngestPriorityGroup},
+		PinnedTTL:      IngestPinnedTTL,
 	}
 }
 

@@ -1,0 +1,158 @@
+// Command memeval measures agentmem's retrieval on the development sets (LongMemEval_S dev,
+// MADial-Bench zh and en): it publishes every session over NATS with the wire contract, waits
+// until the service applied them, asks every question and prints recall beside the BM25
+// baselines, with retrieve latency. By default it runs its own all-in-one service in-process
+// (embedded NATS in a temporary directory); with --nats it uses a running one.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+
+	"github.com/agentmem/agentmem/cmd/internal/settings"
+	"github.com/agentmem/agentmem/internal/broker"
+	"github.com/agentmem/agentmem/internal/daemon"
+	"github.com/agentmem/agentmem/internal/eval"
+	"github.com/agentmem/agentmem/internal/ingest"
+)
+
+func main() {
+	ctx, stop := settings.SignalContext()
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "memeval:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("memeval", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	data := fs.String("data", "../shared/data", "folder with longmemeval/ and madial_bench/")
+	sets := fs.String("sets", strings.Join(eval.AllSets, ","), "comma-separated sets to run: "+strings.Join(eval.AllSets, ", "))
+	n := fs.Int("n", 0, "sample N LongMemEval questions, stratified by question type (0: all)")
+	seed := fs.Uint64("seed", 1, "seed of the LongMemEval sample")
+	concurrency := fs.Int("concurrency", 4, "retrieve requests in flight")
+	inflight := fs.Int("inflight", 256, "sessions published at once (bounds the outstanding PubAcks)")
+	timeout := fs.Duration("timeout", 10*time.Second, "timeout of one retrieve request or publish")
+	waitTimeout := fs.Duration("wait-timeout", 10*time.Minute, "how long to wait for the service to apply everything published")
+	settle := fs.Duration("settle", 2*time.Second, "extra wait after the turns stream's consumers drained (negative: none)")
+	maxErrors := fs.Int("max-errors", 0, "fail when more retrieve requests than this fail")
+	outPath := fs.String("out", "", "write one JSON line per question (gold, ranked ids, metrics, latency) to this file")
+	natsURL := fs.String("nats", "", "NATS URL of a running agentmem service (default: start one in-process)")
+	creds := fs.String("creds", "", "NATS credentials file (with --nats)")
+	natsUser := fs.String("nats-user", "", "NATS user name (with --nats)")
+	natsPassword := fs.String("nats-password", "", "NATS password (with --nats)")
+	serviceLog := fs.String("service-log-level", "warn", "log level of the in-process service")
+	logf := settings.BindLog(fs)
+	if err := settings.Parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	log, err := logf.Logger(stderr, "memeval")
+	if err != nil {
+		return err
+	}
+	settings.Dump(log, fs)
+	cfg := eval.Config{
+		DataDir: *data, N: *n, Seed: *seed, Concurrency: *concurrency, Window: *inflight,
+		Timeout: *timeout, WaitTimeout: *waitTimeout, Settle: *settle, MaxErrors: *maxErrors,
+	}
+	for _, s := range strings.Split(*sets, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			cfg.Sets = append(cfg.Sets, s)
+		}
+	}
+	if *settle == 0 {
+		cfg.Settle = -1
+	}
+
+	var nc *nats.Conn
+	if *natsURL != "" {
+		conn := settings.Conn{URL: *natsURL, Creds: *creds, User: *natsUser, Password: *natsPassword}
+		if nc, err = conn.Connect("memeval"); err != nil {
+			return err
+		}
+		defer nc.Close()
+	} else {
+		svcLog, err := serviceLogger(logf, stderr, *serviceLog)
+		if err != nil {
+			return err
+		}
+		dir, err := os.MkdirTemp("", "memeval-*")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		d, err := daemon.Start(ctx, daemon.Config{
+			Broker: broker.Config{Listen: "127.0.0.1:-1", DataDir: dir},
+			Ingest: ingest.Config{IdleTimeout: -1},
+		}, svcLog)
+		if err != nil {
+			return fmt.Errorf("starting the in-process service: %w", err)
+		}
+		defer func() {
+			if err := d.Stop(); err != nil {
+				log.Warn().Err(err).Msg("stopping the in-process service")
+			}
+		}()
+		log.Info().Str("url", d.URL()).Str("data", dir).Msg("in-process service started")
+		if nc, err = nats.Connect(d.URL(), nats.Name("memeval")); err != nil {
+			return err
+		}
+		defer nc.Close()
+	}
+
+	var details io.Writer
+	if *outPath != "" {
+		f, err := os.Create(*outPath)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		details = f
+	}
+	r, err := eval.New(cfg, nc, log)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if _, err := r.Run(ctx, stdout, details); err != nil {
+		return err
+	}
+	log.Info().Msgf("done in %s", time.Since(start).Round(time.Millisecond))
+	if f, ok := details.(*os.File); ok {
+		return f.Sync()
+	}
+	return nil
+}
+
+// serviceLogger is the in-process service's logger: the run's format, its own level (quieter
+// than the run's by default).
+func serviceLogger(logf *settings.Log, w io.Writer, level string) (zerolog.Logger, error) {
+	lvl, err := zerolog.ParseLevel(level)
+	if err != nil {
+		return zerolog.Nop(), fmt.Errorf("--service-log-level %q: %w", level, err)
+	}
+	log, err := logf.Logger(w, "memoryd")
+	if err != nil {
+		return zerolog.Nop(), err
+	}
+	return log.Level(lvl), nil
+}

@@ -1,0 +1,213 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmem/agentmem/pkg/events"
+)
+
+// Scale-out.
+//
+// Any number of ingest processes may run. Each registers as a member in a KV bucket whose keys
+// expire (the member's heartbeat refreshes its key every MemberTTL/3), and every member assigns
+// the partitions to the live members with rendezvous hashing: partition p goes to the member with
+// the highest hash(member, p). Every member computes the same assignment from the same member
+// list, a new member takes over about 1/N of the partitions, and when a member dies its key
+// expires and the others take over its partitions.
+//
+// The assignment says who should consume; the server makes sure only one does: the partition
+// consumers use a priority group with the pinned-client policy, so JetStream delivers a
+// partition to one pinned member at a time, and a member that lets a partition go unpins it at
+// once (a dead member's pin expires after PinnedTTL). During a hand-over two members may both
+// hold a partition for a moment; commits are revision-checked and the gap fill applies a
+// session's messages in stream order, so the outcome is the same.
+
+// membersBucket holds one key per live ingest member: "<member id>".
+func membersBucket(t events.Topology) string { return t.Prefix + "_INGEST_MEMBERS" }
+
+// hrw is the rendezvous weight of member for partition p.
+func hrw(member string, p int) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(member))
+	h.Write([]byte{0})
+	h.Write([]byte(strconv.Itoa(p)))
+	return h.Sum64()
+}
+
+// assign returns the partitions (out of n) that member owns among members.
+func assign(member string, members []string, n int) []int {
+	var out []int
+	for p := range n {
+		best, bestW := "", uint64(0)
+		for _, m := range members {
+			if w := hrw(m, p); best == "" || w > bestW || (w == bestW && m < best) {
+				best, bestW = m, w
+			}
+		}
+		if best == member {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// running is a partition this member consumes.
+type running struct {
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// membership runs the member's heartbeat and keeps the owned partitions running.
+type membership struct {
+	w       *Worker
+	kv      jetstream.KeyValue
+	id      string
+	ttl     time.Duration
+	mu      sync.Mutex
+	running map[int]*running
+}
+
+func (w *Worker) newMembership(ctx context.Context) (*membership, error) {
+	kv, err := w.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: membersBucket(w.cfg.Topology), Description: "agentmem ingest members (keys expire without heartbeats)",
+		TTL: w.cfg.MemberTTL, History: 1, Storage: w.cfg.Topology.Storage, Replicas: w.cfg.Topology.Replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the members bucket: %w", err)
+	}
+	return &membership{w: w, kv: kv, id: w.cfg.Member, ttl: w.cfg.MemberTTL, running: map[int]*running{}}, nil
+}
+
+// owned lists the partitions this member consumes now.
+func (m *membership) owned() []int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]int, 0, len(m.running))
+	for p := range m.running {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (m *membership) run(ctx context.Context) error {
+	tick := time.NewTicker(m.ttl / 3)
+	defer tick.Stop()
+	defer m.leave()
+	for {
+		if err := m.rebalance(ctx); err != nil && ctx.Err() == nil {
+			m.w.log.Warn().Err(err).Msg("membership; will retry")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+func (m *membership) rebalance(ctx context.Context) error {
+	if _, err := m.kv.Put(ctx, m.id, []byte(time.Now().UTC().Format(time.RFC3339Nano))); err != nil {
+		return fmt.Errorf("heartbeat: %w", err)
+	}
+	lister, err := m.kv.ListKeys(ctx)
+	if err != nil {
+		return fmt.Errorf("listing members: %w", err)
+	}
+	var members []string
+	for k := range lister.Keys() {
+		members = append(members, k)
+	}
+	if !slices.Contains(members, m.id) {
+		members = append(members, m.id)
+	}
+	slices.Sort(members)
+	want := assign(m.id, members, m.w.cfg.Topology.Partitions)
+	m.mu.Lock()
+	var start, stop []int
+	for _, p := range want {
+		if _, ok := m.running[p]; !ok {
+			start = append(start, p)
+		}
+	}
+	for p := range m.running {
+		if !slices.Contains(want, p) {
+			stop = append(stop, p)
+		}
+	}
+	m.mu.Unlock()
+	for _, p := range stop {
+		m.release(p)
+	}
+	for _, p := range start {
+		m.acquire(ctx, p)
+	}
+	if len(start)+len(stop) > 0 {
+		m.w.log.Info().Str("member", m.id).Strs("members", members).Ints("partitions", m.owned()).
+			Ints("acquired", start).Ints("released", stop).Msg("partitions rebalanced")
+	}
+	return nil
+}
+
+func (m *membership) acquire(ctx context.Context, p int) {
+	pctx, cancel := context.WithCancel(ctx)
+	r := &running{cancel: cancel, done: make(chan error, 1)}
+	m.mu.Lock()
+	m.running[p] = r
+	m.mu.Unlock()
+	go func() { r.done <- m.w.runPartition(pctx, p) }()
+}
+
+// release stops consuming partition p (draining what was delivered) and unpins its consumers so
+// that the new owner is served at once.
+func (m *membership) release(p int) {
+	m.mu.Lock()
+	r := m.running[p]
+	delete(m.running, p)
+	m.mu.Unlock()
+	if r == nil {
+		return
+	}
+	r.cancel()
+	if err := <-r.done; err != nil {
+		m.w.log.Warn().Err(err).Int("partition", p).Msg("partition stopped with an error")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	topo := m.w.cfg.Topology
+	for stream, consumer := range map[string]string{topo.TurnsStream(): topo.IngestConsumer(p), topo.SummaryStream(): topo.IngestSummaryConsumer(p)} {
+		s, err := m.w.js.Stream(ctx, stream)
+		if err != nil {
+			continue
+		}
+		if err := s.UnpinConsumer(ctx, consumer, events.IngestPriorityGroup); err != nil && !isNotPinned(err) {
+			m.w.log.Debug().Err(err).Str("consumer", consumer).Msg("unpinning")
+		}
+	}
+}
+
+func isNotPinned(err error) bool {
+	return err != nil && strings.Contains(strings.ToLower(err.Error()), "pin")
+}
+
+// leave stops every partition and removes the member's key.
+func (m *membership) leave() {
+	for _, p := range m.owned() {
+		m.release(p)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	if err := m.kv.Delete(ctx, m.id); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		m.w.log.Debug().Err(err).Msg("leaving")
+	}
+}

@@ -1,0 +1,65 @@
+package rank
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// TestExplore is a temporary experiment driver: RANK_CFGS holds configs as JSON, one a line.
+func TestExplore(t *testing.T) {
+	spec := os.Getenv("RANK_CFGS")
+	if spec == "" {
+		t.Skip("no RANK_CFGS")
+	}
+	qs, err := loadLongMemEval(filepath.Join(dataDir, "longmemeval", "longmemeval_s_dev.json.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets, err := loadMADial(filepath.Join(dataDir, "madial_bench"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	skipLME := os.Getenv("RANK_NOLME") != ""
+	skipMad := os.Getenv("RANK_NOMAD") != ""
+	for _, line := range strings.Split(spec, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		var cfg Config
+		if err := json.Unmarshal([]byte(line), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		r := cfgRanker(cfg)
+		out := fmt.Sprintf("%-70s", line)
+		if !skipLME {
+			byType, counts, _ := evalLME(qs, r)
+			a := byType["all"]
+			out += fmt.Sprintf(" LME %.3f %.3f %.3f %.3f |", a[0], a[1], a[2], a[3])
+			var types []string
+			for k := range byType {
+				if k != "all" {
+					types = append(types, k)
+				}
+			}
+			sort.Strings(types)
+			if os.Getenv("RANK_TYPES") != "" {
+				for _, ty := range types {
+					out += fmt.Sprintf(" %s %.2f/%.2f", abbrev(ty), byType[ty][1], byType[ty][3])
+				}
+				_ = counts
+			}
+		}
+		if !skipMad {
+			zh := evalMADial(sets["zh"], r)
+			en := evalMADial(sets["en"], r)
+			out += fmt.Sprintf(" zh %.3f %.3f en %.3f %.3f", zh[2], zh[3], en[2], en[3])
+		}
+		fmt.Println(out)
+	}
+}

@@ -15,6 +15,20 @@ run: build ## run memoryd: embedded NATS + every worker, data in $(DATA)
 test: ## every test, with the race detector
 	$(GO) test -race -count=1 -timeout 20m ./...
 
+FUZZTIME ?= 10s
+
+fuzz: ## every decoder and parser fuzzed for $(FUZZTIME) each
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./pkg/events
+	$(GO) test -run '^$$' -fuzz '^FuzzParseTurnSubject$$' -fuzztime $(FUZZTIME) ./pkg/events
+	$(GO) test -run '^$$' -fuzz '^FuzzParseDecay$$' -fuzztime $(FUZZTIME) ./pkg/memory
+	$(GO) test -run '^$$' -fuzz '^FuzzEstimate$$' -fuzztime $(FUZZTIME) ./pkg/memory
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/fact
+	$(GO) test -run '^$$' -fuzz '^FuzzRules$$' -fuzztime $(FUZZTIME) ./internal/fact
+	$(GO) test -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $(FUZZTIME) ./internal/fact
+	$(GO) test -run '^$$' -fuzz '^FuzzTerms$$' -fuzztime $(FUZZTIME) ./internal/search
+	$(GO) test -run '^$$' -fuzz '^FuzzExtractive$$' -fuzztime $(FUZZTIME) ./internal/summarize
+	$(GO) test -run '^$$' -fuzz '^FuzzRetryAfter$$' -fuzztime $(FUZZTIME) ./internal/llm
+
 lint: ## go vet and staticcheck (package comments included)
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -58,6 +59,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	natsUser := fs.String("nats-user", "", "NATS user name (with --nats)")
 	natsPassword := fs.String("nats-password", "", "NATS password (with --nats)")
 	serviceLog := fs.String("service-log-level", "warn", "log level of the in-process service")
+	skipIngest := fs.Bool("skip-ingest", false, "only ask (with --nats: the sets were published by an earlier run with the same --n and --seed)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (the in-process service included) to this file")
 	logf := settings.BindLog(fs)
 	if err := settings.Parse(fs, args); err != nil {
 		return err
@@ -72,7 +75,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	settings.Dump(log, fs)
 	cfg := eval.Config{
 		DataDir: *data, N: *n, Seed: *seed, Concurrency: *concurrency, Window: *inflight,
-		Timeout: *timeout, WaitTimeout: *waitTimeout, Settle: *settle, MaxErrors: *maxErrors,
+		Timeout: *timeout, WaitTimeout: *waitTimeout, Settle: *settle, MaxErrors: *maxErrors, SkipIngest: *skipIngest,
 	}
 	for _, s := range strings.Split(*sets, ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -81,6 +84,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if *settle == 0 {
 		cfg.Settle = -1
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 
 	var nc *nats.Conn

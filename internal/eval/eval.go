@@ -68,6 +68,9 @@ type Config struct {
 	Settle time.Duration
 	// MaxErrors is how many failed retrieve requests a run tolerates before it fails (0).
 	MaxErrors int
+	// SkipIngest only asks: the sets were published to the service by an earlier run (with the
+	// same N and Seed).
+	SkipIngest bool
 }
 
 func (c Config) withDefaults() Config {
@@ -189,27 +192,11 @@ func (r *Runner) Run(ctx context.Context, out, details io.Writer) (Report, error
 		sets = append(sets, set)
 		sessions = append(sessions, set.Sessions...)
 	}
-	r.log.Info().Msgf("publishing %d sessions of %d set(s), %d sessions at a time", len(sessions), len(sets), r.cfg.Window)
-	st, err := publish(ctx, r.nc, sessions, r.cfg.Window, r.cfg.Timeout, r.log)
-	rep.Publish = st
-	if err != nil {
-		return rep, err
-	}
-	r.log.Info().Msgf("published %d turns and %d session ends in %s (%.0f events/s; %d duplicates, %d retried)",
-		st.Turns, st.Ends, st.Elapsed.Round(time.Millisecond), float64(st.Turns+st.Ends)/max(st.Elapsed.Seconds(), 1e-9), st.Duplicates, st.Retried)
-	if rep.Drain, err = waitDrained(ctx, r.js, r.cfg.Poll, r.cfg.WaitTimeout, r.log); err != nil {
-		return rep, err
-	}
-	if r.cfg.Settle > 0 {
-		r.log.Info().Msgf("settling for %s", r.cfg.Settle)
-		select {
-		case <-ctx.Done():
-			return rep, ctx.Err()
-		case <-time.After(r.cfg.Settle):
+	if !r.cfg.SkipIngest {
+		if err := r.ingest(ctx, sessions, len(sets), &rep, out); err != nil {
+			return rep, err
 		}
 	}
-	fmt.Fprintf(out, "ingest: %d sessions, %d turns published in %s; applied %s later\n\n",
-		st.Sessions, st.Turns, st.Elapsed.Round(time.Millisecond), rep.Drain.Round(time.Millisecond))
 	dw := newDetailWriter(details)
 	var failed []string
 	for _, set := range sets {
@@ -234,6 +221,32 @@ func (r *Runner) Run(ctx context.Context, out, details io.Writer) (Report, error
 		return rep, fmt.Errorf("eval: %d retrieve requests failed (tolerated: %d): %s", errs, r.cfg.MaxErrors, strings.Join(failed, "; "))
 	}
 	return rep, nil
+}
+
+// ingest publishes sessions, waits until the service applied them and settles.
+func (r *Runner) ingest(ctx context.Context, sessions []Session, sets int, rep *Report, out io.Writer) error {
+	r.log.Info().Msgf("publishing %d sessions of %d set(s), %d sessions at a time", len(sessions), sets, r.cfg.Window)
+	st, err := publish(ctx, r.nc, sessions, r.cfg.Window, r.cfg.Timeout, r.log)
+	rep.Publish = st
+	if err != nil {
+		return err
+	}
+	r.log.Info().Msgf("published %d turns and %d session ends in %s (%.0f events/s; %d duplicates, %d retried)",
+		st.Turns, st.Ends, st.Elapsed.Round(time.Millisecond), float64(st.Turns+st.Ends)/max(st.Elapsed.Seconds(), 1e-9), st.Duplicates, st.Retried)
+	if rep.Drain, err = waitDrained(ctx, r.js, r.cfg.Poll, r.cfg.WaitTimeout, r.log); err != nil {
+		return err
+	}
+	if r.cfg.Settle > 0 {
+		r.log.Info().Msgf("settling for %s", r.cfg.Settle)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(r.cfg.Settle):
+		}
+	}
+	fmt.Fprintf(out, "ingest: %d sessions (%d turns) published in %s, all applied %s after that\n\n",
+		st.Sessions, st.Turns, st.Elapsed.Round(time.Millisecond), rep.Drain.Round(time.Millisecond))
+	return nil
 }
 
 func (r *Runner) load(name string) (*Set, error) {

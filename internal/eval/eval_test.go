@@ -146,7 +146,8 @@ func TestRunTwiceOnOneService(t *testing.T) {
 	nc := startService(t)
 	cfg := eval.Config{
 		LongMemEvalFile: filepath.Join("testdata", "lme_tiny.json"), Sets: []string{eval.SetLongMemEval},
-		Poll: 20 * time.Millisecond, Settle: -1, Timeout: 20 * time.Second, WaitTimeout: time.Minute,
+		Concurrency: 1, // see TestRunOnTinySets
+		Poll:        20 * time.Millisecond, Settle: -1, Timeout: 20 * time.Second, WaitTimeout: time.Minute,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

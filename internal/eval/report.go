@@ -46,8 +46,10 @@ func printSet(out io.Writer, set *Set, sr SetReport) {
 		for _, c := range set.Columns {
 			v, ok := b.Values[c.Metric]
 			switch {
-			case c.Count || !ok:
+			case c.Count:
 				row = append(row, "")
+			case !ok:
+				row = append(row, "-")
 			default:
 				row = append(row, fmt.Sprintf("%.3f", v))
 			}

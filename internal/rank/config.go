@@ -32,6 +32,9 @@ type Config struct {
 	PRFTerms  int
 	PRFWeight float64
 
+	// Assistant multiplies the turn score of assistant turns. Zero: 1 (no change).
+	Assistant float64
+
 	// MaxDF drops query terms found in more than this fraction of documents. Negative: keep all.
 	MaxDF float64
 }
@@ -63,6 +66,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PRFWeight == 0 {
 		c.PRFWeight = 0.5
+	}
+	if c.Assistant == 0 {
+		c.Assistant = 1
 	}
 	if c.MaxDF == 0 {
 		c.MaxDF = -1

@@ -63,3 +63,51 @@ func TestExplore(t *testing.T) {
 		fmt.Println(out)
 	}
 }
+
+// TestExploreDump writes, for RANK_CFG, each LongMemEval question's top 30 turns as JSON lines
+// to RANK_DUMP.
+func TestExploreDump(t *testing.T) {
+	spec, path := os.Getenv("RANK_CFG"), os.Getenv("RANK_DUMP")
+	if spec == "" || path == "" {
+		t.Skip("no RANK_CFG/RANK_DUMP")
+	}
+	var cfg Config
+	if err := json.Unmarshal([]byte(spec), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	qs, err := loadLongMemEval(filepath.Join(dataDir, "longmemeval", "longmemeval_s_dev.json.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	enc := json.NewEncoder(f)
+	for _, q := range qs {
+		ix := NewIndex(cfg)
+		ix.Add(q.docs...)
+		hits := ix.Search(q.question, 200)
+		role := map[string]string{}
+		for _, d := range q.docs {
+			role[d.ID] = d.Role
+		}
+		type row struct {
+			ID   string
+			Role string
+			Rel  float64
+			Ans  bool
+		}
+		var rows []row
+		for _, h := range hits {
+			rows = append(rows, row{h.ID, role[h.ID], h.Relevance, q.answerTurns[h.ID]})
+		}
+		var ans []string
+		for id := range q.answerTurns {
+			ans = append(ans, id)
+		}
+		sort.Strings(ans)
+		enc.Encode(map[string]any{"id": q.id, "type": q.qtype, "q": q.question, "sessions": q.answerSessions, "answers": ans, "hits": rows})
+	}
+}

@@ -51,6 +51,7 @@ type doc struct {
 	group      int32 // group number
 	pos        int
 	user       bool  // a user turn
+	assistant  bool  // an assistant turn
 	length     int32 // terms, repeats included
 	prev, next int32 // neighbouring slots in the group by Pos, -1 for none
 	terms      []termFreq
@@ -124,7 +125,7 @@ func (ix *Index) add(d *Doc, length int, tf map[string]int32) {
 	id := strings.Clone(d.ID)
 	ix.slots[id] = slot
 	ix.strBytes += len(id)
-	nd := doc{id: id, pos: d.Pos, user: d.Role == "user", length: int32(length), prev: -1, next: -1,
+	nd := doc{id: id, pos: d.Pos, user: d.Role == "user", assistant: d.Role == "assistant", length: int32(length), prev: -1, next: -1,
 		terms: make([]termFreq, 0, len(tf))}
 	for t, n := range tf {
 		tid, ok := ix.terms[t]

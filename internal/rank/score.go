@@ -292,6 +292,13 @@ func (ix *Index) fuse(s *scratch, turnPerfect, groupPerfect float64) []float64 {
 		}
 		groupPerfect = 1
 	}
+	if cfg.Assistant != 1 {
+		for _, slot := range s.matched {
+			if ix.docs[slot].assistant {
+				s.acc[slot] *= cfg.Assistant
+			}
+		}
+	}
 	for i, slot := range s.matched {
 		r := s.acc[slot] / turnPerfect
 		if lambda > 0 && groupPerfect > 0 {

@@ -63,20 +63,28 @@ func TestCosine(t *testing.T) {
 	}
 }
 
-// TestDot checks the unrolled kernel against a float64 loop for every tail length.
+// TestDot checks the kernels against a float64 loop for every tail length of both, with b
+// longer than a as the graph's calls have it.
 func TestDot(t *testing.T) {
 	r := newRand(1)
-	for n := range 40 {
-		a, b := randomVecs(r, 2, n+1)[0], randomVecs(r, 2, n+1)[1]
-		a, b = a[:n], b[:n]
+	kernels := map[string]func(a, b []float32) float32{"dot": dot, "generic": dotGeneric}
+	if useAVX2 {
+		kernels["avx2"] = func(a, b []float32) float32 { return dotAVX2(a, b[:len(a)]) }
+	}
+	for n := range 100 {
+		v := randomVecs(r, 2, n+3)
+		a, b := v[0][:n], v[1]
 		var want float64
 		for i := range a {
 			want += float64(a[i]) * float64(b[i])
 		}
-		if got := dot(a, b); math.Abs(float64(got)-want) > 1e-4*(1+math.Abs(want)) {
-			t.Fatalf("n=%d: dot = %v, want %v", n, got, want)
+		for name, f := range kernels {
+			if got := f(a, b); math.Abs(float64(got)-want) > 1e-4*(1+math.Abs(want)) {
+				t.Fatalf("%s n=%d: got %v, want %v", name, n, got, want)
+			}
 		}
 	}
+	t.Logf("AVX2 kernel in use: %v", useAVX2)
 }
 
 // TestCosineMatchesDotOfNormalized is the identity the index rests on: for unit vectors the
@@ -90,4 +98,20 @@ func TestCosineMatchesDotOfNormalized(t *testing.T) {
 			t.Fatalf("dot of normalised = %v, Cosine = %v", got, want)
 		}
 	}
+}
+
+func BenchmarkDot384(b *testing.B) {
+	v := randomVecs(newRand(1), 2, 384)
+	var sink float32
+	b.Run("dot", func(b *testing.B) {
+		for b.Loop() {
+			sink += dot(v[0], v[1])
+		}
+	})
+	b.Run("generic", func(b *testing.B) {
+		for b.Loop() {
+			sink += dotGeneric(v[0], v[1])
+		}
+	})
+	_ = sink
 }

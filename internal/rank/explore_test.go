@@ -3,6 +3,7 @@ package rank
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/agentmem/agentmem/internal/search"
 	"os"
 	"path/filepath"
 	"sort"
@@ -110,4 +111,34 @@ func TestExploreDump(t *testing.T) {
 		sort.Strings(ans)
 		enc.Encode(map[string]any{"id": q.id, "type": q.qtype, "q": q.question, "sessions": q.answerSessions, "answers": ans, "hits": rows})
 	}
+}
+
+// TestExploreMADialDump writes the MADial queries and memories with their terms to RANK_MDUMP.
+func TestExploreMADialDump(t *testing.T) {
+	path := os.Getenv("RANK_MDUMP")
+	if path == "" {
+		t.Skip("no RANK_MDUMP")
+	}
+	sets, err := loadMADial(filepath.Join(dataDir, "madial_bench"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]any{}
+	for lang, set := range sets {
+		mems := map[string]any{}
+		for u, docs := range set.memories {
+			var ds []any
+			for _, d := range docs {
+				ds = append(ds, map[string]any{"id": d.ID, "text": d.Text, "terms": search.Terms(d.Text)})
+			}
+			mems[fmt.Sprint(u)] = ds
+		}
+		var qs []any
+		for _, q := range set.queries {
+			qs = append(qs, map[string]any{"user": fmt.Sprint(q.user), "query": q.query, "terms": search.Terms(q.query), "gold": q.gold})
+		}
+		out[lang] = map[string]any{"mems": mems, "queries": qs}
+	}
+	b, _ := json.Marshal(out)
+	os.WriteFile(path, b, 0o644)
 }

@@ -114,3 +114,28 @@ func fill(tb testing.TB, ix *Index, vecs [][]float32) {
 		mustAdd(tb, ix, id(i), v)
 	}
 }
+
+// lowRankVecs returns n random vectors that lie near a random rank-`rank` subspace of the
+// dim-dimensional space: a Gaussian latent of `rank` components mapped by one fixed random
+// matrix, plus isotropic noise of scale noise per component. Sentence embeddings look like
+// this: hundreds of coordinates, a few dozen degrees of freedom.
+func lowRankVecs(r *rand.Rand, n, dim, rank int, noise float64) [][]float32 {
+	basis := randomVecs(r, rank, dim)
+	out := make([][]float32, n)
+	z := make([]float64, rank)
+	for i := range out {
+		for j := range z {
+			z[j] = r.NormFloat64()
+		}
+		v := make([]float32, dim)
+		for d := range v {
+			var x float64
+			for j, b := range basis {
+				x += z[j] * float64(b[d])
+			}
+			v[d] = float32(x + noise*r.NormFloat64())
+		}
+		out[i] = v
+	}
+	return out
+}

@@ -7,6 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/peterbourgon/ff/v3/ffcli"
@@ -18,9 +21,9 @@ import (
 func dlqCommand(out io.Writer) *ffcli.Command {
 	return &ffcli.Command{
 		Name:        "dlq",
-		ShortUsage:  "memctl dlq <list> [flags]",
+		ShortUsage:  "memctl dlq <list|retry> [flags]",
 		ShortHelp:   "inspect dead letters",
-		Subcommands: []*ffcli.Command{dlqListCommand(out)},
+		Subcommands: []*ffcli.Command{dlqListCommand(out), dlqRetryCommand(out)},
 		Exec:        func(context.Context, []string) error { return flag.ErrHelp },
 	}
 }
@@ -76,6 +79,73 @@ func dlqListCommand(out io.Writer) *ffcli.Command {
 					fmt.Fprintf(w, "#%d %s  %s  delivered %d  consumer %s\n    reason: %s\n", l.Seq,
 						l.Time.UTC().Format("2006-01-02 15:04:05"), l.Subject, l.Delivered, l.Consumer, l.Reason)
 				}
+			})
+		})
+}
+
+func dlqRetryCommand(out io.Writer) *ffcli.Command {
+	c := &common{}
+	var seq uint64
+	var bodyFile string
+	var keep bool
+	return newCommand("retry", "--seq N [--body FILE] [--keep]",
+		"republish a dead letter to its original subject (after fixing its cause, or its body with --body) and remove it", c, out,
+		func(fs *flag.FlagSet) {
+			fs.Uint64Var(&seq, "seq", 0, "the dead letter's sequence, as dlq list prints it (required)")
+			fs.StringVar(&bodyFile, "body", "", "publish this file as the body instead of the original")
+			fs.BoolVar(&keep, "keep", false, "keep the dead letter after republishing it")
+		},
+		func(ctx context.Context, _ []string) error {
+			if seq == 0 {
+				return errors.New("--seq is required")
+			}
+			js, nc, err := c.jetstream()
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			stream, err := js.Stream(ctx, c.topo.Events().DeadLetterStream())
+			if err != nil {
+				return err
+			}
+			raw, err := stream.GetMsg(ctx, seq)
+			if err != nil {
+				return fmt.Errorf("reading dead letter %d: %w", seq, err)
+			}
+			var dl events.DeadLetter
+			if err := json.Unmarshal(raw.Data, &dl); err != nil {
+				return fmt.Errorf("decoding dead letter %d: %w", seq, err)
+			}
+			body := dl.Body
+			if bodyFile != "" {
+				if body, err = os.ReadFile(bodyFile); err != nil {
+					return err
+				}
+			} else if dl.Truncated {
+				return fmt.Errorf("dead letter %d kept only %d of %d bytes of its body: give the fixed body with --body", seq, len(dl.Body), dl.BodySize)
+			}
+			msg := nats.NewMsg(dl.Subject)
+			for k, vs := range dl.Headers {
+				for _, v := range vs {
+					msg.Header.Add(k, v)
+				}
+			}
+			// The original Nats-Msg-Id was stored before (and may still be in the duplicate window);
+			// the workers recognise the event by its id, so the retry goes without it.
+			msg.Header.Del(events.HeaderMsgID)
+			msg.Data = body
+			ack, err := js.PublishMsg(ctx, msg)
+			if err != nil {
+				return fmt.Errorf("republishing to %s: %w", dl.Subject, err)
+			}
+			if !keep {
+				if err := stream.DeleteMsg(ctx, seq); err != nil {
+					return fmt.Errorf("removing dead letter %d: %w", seq, err)
+				}
+			}
+			res := map[string]any{"seq": seq, "subject": dl.Subject, "stream": ack.Stream, "stream_seq": ack.Sequence, "removed": !keep}
+			return c.print(res, func(w io.Writer) {
+				fmt.Fprintf(w, "dead letter %d republished to %s (%s seq %d)\n", seq, dl.Subject, ack.Stream, ack.Sequence)
 			})
 		})
 }

@@ -49,7 +49,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	seed := fs.Uint64("seed", 1, "seed of the LongMemEval sample")
 	concurrency := fs.Int("concurrency", 4, "retrieve requests in flight")
 	inflight := fs.Int("inflight", 256, "sessions published at once (bounds the outstanding PubAcks)")
-	timeout := fs.Duration("timeout", 10*time.Second, "timeout of one retrieve request or publish")
+	timeout := fs.Duration("timeout", 30*time.Second, "timeout of one retrieve request or publish (a user's first request loads its whole archive)")
 	waitTimeout := fs.Duration("wait-timeout", 10*time.Minute, "how long to wait for the service to apply everything published")
 	settle := fs.Duration("settle", 2*time.Second, "extra wait after the turns stream's consumers drained (negative: none)")
 	maxErrors := fs.Int("max-errors", 0, "fail when more retrieve requests than this fail")

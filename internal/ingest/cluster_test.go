@@ -94,7 +94,9 @@ func TestClusterStreamLeaderLostDuringIngest(t *testing.T) {
 	for i := turns / 2; i < turns; i++ {
 		publish(i)
 	}
-	store, err := session.NewStore(setup, js, topo)
+	bind, cancelBind := context.WithTimeout(ctx, 30*time.Second)
+	defer cancelBind()
+	store, err := session.NewStore(bind, js, topo)
 	if err != nil {
 		t.Fatal(err)
 	}

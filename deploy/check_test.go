@@ -340,8 +340,8 @@ func checkCluster(dep deployment) []string {
 	if len(clusterNames) > 1 {
 		out = append(out, fmt.Sprintf("cluster: the nodes disagree on --cluster_name: %v", clusterNames))
 	}
-	for name, svcs := range serverNames {
-		if len(svcs) > 1 {
+	for _, name := range sortedKeys(serverNames) {
+		if svcs := serverNames[name]; len(svcs) > 1 {
 			out = append(out, fmt.Sprintf("cluster: services %v share the server name %q", svcs, name))
 		}
 	}
@@ -410,10 +410,11 @@ func setting(s *service, flag string) (string, bool) {
 	return "", false
 }
 
-// secretVar reports whether a variable holds a secret (as settings.Secret judges flags).
+// secretVar reports whether a variable holds a secret itself (as settings.Secret judges flags,
+// less --creds, whose value is a file's path).
 func secretVar(name string) bool {
 	n := strings.ToLower(strings.TrimPrefix(name, "AGENTMEM_"))
-	for _, s := range []string{"password", "key", "secret", "token", "creds"} {
+	for _, s := range []string{"password", "key", "secret", "token"} {
 		if strings.Contains(n, s) && !strings.Contains(n, "tokens") && n != "tokenizer" {
 			return true
 		}
@@ -626,7 +627,15 @@ func checkWorkers(dep deployment) []string {
 			seen[v] = append(seen[v], name)
 		}
 		if len(seen) > 1 {
-			out = append(out, fmt.Sprintf("workers: the services disagree on %s (%s): %v; every process of a deployment must use the same", envName(flag), flag, seen))
+			var parts []string
+			for _, v := range sortedKeys(seen) {
+				shown := v
+				if v == "" {
+					shown = "(default)"
+				}
+				parts = append(parts, strings.Join(seen[v], ", ")+": "+shown)
+			}
+			out = append(out, fmt.Sprintf("workers: the services disagree on %s (--%s): %s; every process of a deployment must use the same", envName(flag), flag, strings.Join(parts, "; ")))
 		}
 	}
 	return out

@@ -13,7 +13,7 @@ import (
 // resolved by the YAML decoder as compose resolves them; ${VAR} interpolation is not done, so
 // values are checked as written.
 type compose struct {
-	dir      string // the compose file's directory: build contexts are relative to it
+	dir      string              // the compose file's directory: build contexts are relative to it
 	Services map[string]*service `yaml:"services"`
 	Volumes  map[string]any      `yaml:"volumes"`
 }

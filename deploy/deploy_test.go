@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -57,14 +58,19 @@ func TestCompose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	flags := binaryFlags(t)
-	natsFlags, err := flags("nats-server")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dep := loadDeployment(t, "docker-compose.yml", "Dockerfile", commands, flags, natsFlags)
+	dep := loadDeployment(t, "docker-compose.yml", "Dockerfile", commands, nil, nil)
 	if len(dep.agentmemServices()) == 0 {
 		t.Fatal("no service is built from deploy/Dockerfile (build: {context: .., dockerfile: deploy/Dockerfile})")
+	}
+	var run []string // the commands of cmd/ the services run
+	for _, name := range dep.agentmemServices() {
+		if b := binary(dep.compose.Services[name]); slices.Contains(commands, b) && !slices.Contains(run, b) {
+			run = append(run, b)
+		}
+	}
+	dep.flags = binaryFlags(t, run)
+	if dep.natsFlags, err = dep.flags("nats-server"); err != nil {
+		t.Fatal(err)
 	}
 	t.Run("cluster", func(t *testing.T) { report(t, checkCluster(dep)) })
 	for _, name := range dep.agentmemServices() {

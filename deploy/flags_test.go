@@ -65,9 +65,10 @@ var (
 	flagCache sync.Map // bin → *flagSet
 )
 
-// builtTools builds every command of cmd/ and the NATS server into one directory, once per test
-// run, and returns the directory.
-func builtTools(t *testing.T) string {
+// builtTools builds the given commands of cmd/ and the NATS server into one directory, once per
+// test run, and returns the directory. Only the commands the compose file runs are built: linking
+// is most of the time.
+func builtTools(t *testing.T, commands []string) string {
 	t.Helper()
 	toolsOnce.Do(func() {
 		root, err := repoRoot()
@@ -81,12 +82,17 @@ func builtTools(t *testing.T) string {
 			return
 		}
 		toolsDir = dir
+		pkgs := []string{natsServerPkg}
+		for _, c := range commands {
+			pkgs = append(pkgs, "./cmd/"+c)
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+string(filepath.Separator), "./cmd/...", natsServerPkg)
+		args := append([]string{"build", "-ldflags=-s -w", "-o", dir + string(filepath.Separator)}, pkgs...)
+		cmd := exec.CommandContext(ctx, "go", args...)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
-			toolsErr = fmt.Errorf("go build ./cmd/... %s: %w\n%s", natsServerPkg, err, out)
+			toolsErr = fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
 		}
 	})
 	if toolsErr != nil {
@@ -95,9 +101,10 @@ func builtTools(t *testing.T) string {
 	return toolsDir
 }
 
-// binaryFlags returns a flagsFunc reading the flags of the binaries built by builtTools.
-func binaryFlags(t *testing.T) flagsFunc {
-	dir := builtTools(t)
+// binaryFlags builds the commands and returns a flagsFunc reading their flags, and those of
+// "nats-server".
+func binaryFlags(t *testing.T, commands []string) flagsFunc {
+	dir := builtTools(t, commands)
 	return func(bin string) (*flagSet, error) {
 		if fs, ok := flagCache.Load(bin); ok {
 			return fs.(*flagSet), nil

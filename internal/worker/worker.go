@@ -51,7 +51,8 @@ type Config struct {
 	Concurrency int
 	// MaxDeliver is the consumer's MaxDeliver: the delivery that is dead-lettered on failure.
 	MaxDeliver int
-	// Heartbeat is how often a running handler extends its message's AckWait (default 30s).
+	// Heartbeat is how often a running handler extends its message's AckWait (default a third of
+	// events.WorkerAckWait).
 	Heartbeat time.Duration
 	// Timeout bounds one handler call (default 4 minutes).
 	Timeout time.Duration
@@ -76,7 +77,7 @@ func New(cfg Config, js jetstream.JetStream, dlq *deadletter.Writer, handler Han
 		cfg.Concurrency = 4
 	}
 	if cfg.Heartbeat <= 0 {
-		cfg.Heartbeat = 30 * time.Second
+		cfg.Heartbeat = events.WorkerAckWait / 3
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 4 * time.Minute

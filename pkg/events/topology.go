@@ -305,6 +305,11 @@ func (t Topology) IngestSummaryConsumerConfig(p int) jetstream.ConsumerConfig {
 	}
 }
 
+// WorkerAckWait is how long a compressor or extractor message may go without an acknowledgement
+// or a progress heartbeat before JetStream redelivers it (to another process if its worker died).
+// Running handlers send InProgress every WorkerAckWait/3.
+const WorkerAckWait = 30 * time.Second
+
 // WorkerMaxDeliver is how often a pressure event or an extraction trigger is tried before it is
 // dead-lettered.
 const WorkerMaxDeliver = 8
@@ -317,7 +322,7 @@ func (t Topology) CompressorConsumerConfig() jetstream.ConsumerConfig {
 		FilterSubject: PressureSubjects,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       5 * time.Minute,
+		AckWait:       WorkerAckWait,
 		MaxDeliver:    WorkerMaxDeliver,
 		MaxAckPending: 256,
 	}
@@ -331,7 +336,7 @@ func (t Topology) ExtractorEndConsumerConfig() jetstream.ConsumerConfig {
 		FilterSubject: "*.memory.turns.*.*",
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       5 * time.Minute,
+		AckWait:       WorkerAckWait,
 		MaxDeliver:    WorkerMaxDeliver,
 		MaxAckPending: 1024,
 	}
@@ -345,7 +350,7 @@ func (t Topology) ExtractorSummaryConsumerConfig() jetstream.ConsumerConfig {
 		FilterSubject: "*.memory.summaries.*.*",
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       5 * time.Minute,
+		AckWait:       WorkerAckWait,
 		MaxDeliver:    WorkerMaxDeliver,
 		MaxAckPending: 256,
 	}

@@ -73,6 +73,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	settings.Dump(log, fs)
+	if *skipIngest && *natsURL == "" {
+		return errors.New("--skip-ingest needs --nats: an in-process service starts empty")
+	}
 	cfg := eval.Config{
 		DataDir: *data, N: *n, Seed: *seed, Concurrency: *concurrency, Window: *inflight,
 		Timeout: *timeout, WaitTimeout: *waitTimeout, Settle: *settle, MaxErrors: *maxErrors, SkipIngest: *skipIngest,

@@ -51,7 +51,6 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer nc.Close()
-	settings.ServeHealth(ctx, *healthAddr, nc, log)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return err
@@ -66,6 +65,8 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Ready (for /readyz) once the worker exists and its consumers are created.
+	settings.ServeHealth(ctx, *healthAddr, nc, log)
 	if err := svc.Run(ctx); err != nil {
 		return err
 	}

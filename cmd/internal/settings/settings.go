@@ -147,7 +147,8 @@ func BindConn(fs *flag.FlagSet) *Conn {
 
 // Connect opens the connection the flags describe.
 func (c *Conn) Connect(name string) (*nats.Conn, error) {
-	opts := []nats.Option{nats.Name(name), nats.MaxReconnects(-1)}
+	// A worker started before its NATS server (compose, systemd) keeps trying instead of exiting.
+	opts := []nats.Option{nats.Name(name), nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true)}
 	if c.Creds != "" {
 		opts = append(opts, nats.UserCredentials(c.Creds))
 	}

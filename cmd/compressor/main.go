@@ -43,7 +43,7 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	settings.Dump(log, fs)
-	nc, err := conn.Connect("agentmem-compressor")
+	nc, err := conn.ConnectWorker("agentmem-compressor")
 	if err != nil {
 		return err
 	}

@@ -45,7 +45,7 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	settings.Dump(log, fs)
-	nc, err := conn.Connect("agentmem-extractor")
+	nc, err := conn.ConnectWorker("agentmem-extractor")
 	if err != nil {
 		return err
 	}

@@ -53,7 +53,7 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	nc, err := conn.Connect("agentmem-ingest")
+	nc, err := conn.ConnectWorker("agentmem-ingest")
 	if err != nil {
 		return err
 	}

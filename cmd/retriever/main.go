@@ -46,7 +46,7 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--decay: %w", err)
 	}
-	nc, err := conn.Connect("agentmem-retriever")
+	nc, err := conn.ConnectWorker("agentmem-retriever")
 	if err != nil {
 		return err
 	}

@@ -145,10 +145,19 @@ func BindConn(fs *flag.FlagSet) *Conn {
 	return c
 }
 
-// Connect opens the connection the flags describe.
+// Connect opens the connection the flags describe; it fails at once when no server answers.
 func (c *Conn) Connect(name string) (*nats.Conn, error) {
-	// A worker started before its NATS server (compose, systemd) keeps trying instead of exiting.
-	opts := []nats.Option{nats.Name(name), nats.MaxReconnects(-1), nats.RetryOnFailedConnect(true)}
+	return c.connect(name)
+}
+
+// ConnectWorker opens a worker's connection: a worker started before its NATS server (compose,
+// systemd) keeps trying instead of exiting.
+func (c *Conn) ConnectWorker(name string) (*nats.Conn, error) {
+	return c.connect(name, nats.RetryOnFailedConnect(true))
+}
+
+func (c *Conn) connect(name string, extra ...nats.Option) (*nats.Conn, error) {
+	opts := append([]nats.Option{nats.Name(name), nats.MaxReconnects(-1)}, extra...)
 	if c.Creds != "" {
 		opts = append(opts, nats.UserCredentials(c.Creds))
 	}

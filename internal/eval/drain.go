@@ -1,9 +1,11 @@
 package eval
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,8 +18,32 @@ import (
 // drained is what one look at the consumers of the turns stream saw.
 type drained struct {
 	consumers int
-	pending   uint64   // NumPending + NumAckPending over every consumer
-	busy      []string // the consumers with something pending
+	pending   uint64 // NumPending + NumAckPending over every consumer
+	busy      []busyConsumer
+}
+
+// busyConsumer is a consumer with something pending or unacknowledged.
+type busyConsumer struct {
+	name                string
+	pending, ackPending uint64
+}
+
+func (c busyConsumer) String() string {
+	return fmt.Sprintf("%s pending=%d ack_pending=%d", c.name, c.pending, c.ackPending)
+}
+
+// summary names the n busiest consumers.
+func (d drained) summary(n int) string {
+	busy := slices.Clone(d.busy)
+	slices.SortStableFunc(busy, func(a, b busyConsumer) int { return cmp.Compare(b.pending+b.ackPending, a.pending+a.ackPending) })
+	var parts []string
+	for _, c := range busy[:min(n, len(busy))] {
+		parts = append(parts, c.String())
+	}
+	if len(busy) > n {
+		parts = append(parts, fmt.Sprintf("and %d more", len(busy)-n))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // lookDrained lists every consumer of stream with what it has pending or unacknowledged.
@@ -28,7 +54,7 @@ func lookDrained(ctx context.Context, st jetstream.Stream) (drained, error) {
 		d.consumers++
 		if p := ci.NumPending + uint64(ci.NumAckPending); p > 0 {
 			d.pending += p
-			d.busy = append(d.busy, fmt.Sprintf("%s pending=%d ack_pending=%d", ci.Name, ci.NumPending, ci.NumAckPending))
+			d.busy = append(d.busy, busyConsumer{ci.Name, ci.NumPending, uint64(ci.NumAckPending)})
 		}
 	}
 	if err := lister.Err(); err != nil {
@@ -55,10 +81,14 @@ func waitDrained(ctx context.Context, js jetstream.JetStream, poll, timeout time
 	}
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
-	var first uint64
-	lastLog := time.Now()
+	var most uint64 // the most ever pending: the base of the drained share
+	nextTenth, lastLog := 1, time.Now()
+	var last drained // the last complete look, for the timeout's error
 	for {
 		d, err := lookDrained(ctx, st)
+		if err == nil {
+			last = d
+		}
 		switch {
 		case err != nil && ctx.Err() == nil:
 			return time.Since(start), err
@@ -69,17 +99,18 @@ func waitDrained(ctx context.Context, js jetstream.JetStream, poll, timeout time
 			log.Info().Msgf("ingest: all %d consumers of %s drained after %s", d.consumers, name, time.Since(start).Round(time.Millisecond))
 			return time.Since(start), nil
 		default:
-			first = max(first, d.pending)
-			if time.Since(lastLog) >= 5*time.Second {
-				log.Info().Msgf("ingest: %d message(s) pending (%d%% drained) after %s: %s", d.pending,
-					100-100*d.pending/first, time.Since(start).Round(time.Second), strings.Join(d.busy, "; "))
-				lastLog = time.Now()
+			most = max(most, d.pending)
+			tenth := int(10 * (most - d.pending) / most)
+			if tenth >= nextTenth || time.Since(lastLog) >= 10*time.Second {
+				log.Info().Msgf("ingest: %d message(s) pending, %d%% drained, after %s: %s", d.pending, 10*tenth,
+					time.Since(start).Round(time.Second), d.summary(3))
+				nextTenth, lastLog = max(nextTenth, tenth+1), time.Now()
 			}
 		}
 		select {
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return time.Since(start), fmt.Errorf("the consumers of %s did not drain within %s: %s", name, timeout, strings.Join(d.busy, "; "))
+				return time.Since(start), fmt.Errorf("the consumers of %s did not drain within %s: %s", name, timeout, last.summary(len(last.busy)))
 			}
 			return time.Since(start), ctx.Err()
 		case <-tick.C:

@@ -58,7 +58,8 @@ type Config struct {
 	Concurrency int
 	// Window bounds the sessions published at once, hence the PubAcks outstanding (256).
 	Window int
-	// Timeout bounds one retrieve request or one publish (10s).
+	// Timeout bounds one retrieve request or one publish (30s: a user's first request loads its
+	// whole archive).
 	Timeout time.Duration
 	// WaitTimeout bounds the wait for the service to apply everything published (10m).
 	WaitTimeout time.Duration
@@ -96,7 +97,7 @@ func (c Config) withDefaults() Config {
 		c.Window = 256
 	}
 	if c.Timeout == 0 {
-		c.Timeout = 10 * time.Second
+		c.Timeout = 30 * time.Second
 	}
 	if c.WaitTimeout == 0 {
 		c.WaitTimeout = 10 * time.Minute
@@ -196,6 +197,10 @@ func (r *Runner) Run(ctx context.Context, out, details io.Writer) (Report, error
 		if err := r.ingest(ctx, sessions, len(sets), &rep, out); err != nil {
 			return rep, err
 		}
+	}
+	sessions = nil
+	for _, set := range sets {
+		set.Sessions = nil // published: only the questions are needed from here on
 	}
 	dw := newDetailWriter(details)
 	var failed []string

@@ -321,6 +321,7 @@ func PrepareLongMemEval(it LMEItem) (*LMEQuestion, error) {
 		}
 	}
 	sort.Strings(q.GoldTurns)
+	q.Item.HaystackSessions = nil // decoded into q.Sessions
 	if !newest.Before(q.At) {
 		q.At = newest.Add(time.Minute)
 		q.AtRaised = true

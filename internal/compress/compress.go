@@ -57,6 +57,9 @@ type Config struct {
 	Timeout time.Duration
 	// Backoff is the redelivery delay after the n-th failed attempt (default worker.Backoff).
 	Backoff func(n uint64) time.Duration
+	// NoConsumer builds a compressor for direct Compress calls (a replay) without its consumer;
+	// Run must not be called then.
+	NoConsumer bool
 }
 
 // Chat is what the compressor needs of an LLM.
@@ -117,8 +120,10 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 		return nil, err
 	}
 	topo := cfg.Topology
-	if err := events.EnsureConsumers(ctx, js, topo.PressureStream(), topo.CompressorConsumerConfig()); err != nil {
-		return nil, err
+	if !cfg.NoConsumer {
+		if err := events.EnsureConsumers(ctx, js, topo.PressureStream(), topo.CompressorConsumerConfig()); err != nil {
+			return nil, err
+		}
 	}
 	w := &Worker{
 		cfg: cfg, js: js, store: store, usage: us, sessions: sessions,
@@ -206,17 +211,28 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) error {
 	}
 	unlock := w.lock(tenant + "." + sess)
 	defer unlock()
-	if existing, err := w.store.Summary(ctx, tenant, p.User, p.SummaryID); err == nil {
-		return w.publish(ctx, tenant, p, existing)
-	} else if !errors.Is(err, longterm.ErrNotFound) {
+	sum, stored, err := w.Compress(ctx, tenant, p)
+	if err != nil || !stored {
 		return err
+	}
+	return w.publish(ctx, tenant, p, sum)
+}
+
+// Compress makes (or finds) the summary a pressure event asks for and stores it in long-term
+// memory; it does not publish it. stored is false when the session was forgotten meanwhile.
+func (w *Worker) Compress(ctx context.Context, tenant string, p events.Pressure) (longterm.Summary, bool, error) {
+	sess := p.Session
+	if existing, err := w.store.Summary(ctx, tenant, p.User, p.SummaryID); err == nil {
+		return existing, true, nil
+	} else if !errors.Is(err, longterm.ErrNotFound) {
+		return longterm.Summary{}, false, err
 	}
 	entries, err := w.entries(ctx, tenant, sess, p)
 	if err != nil {
-		return err
+		return longterm.Summary{}, false, err
 	}
 	if len(entries) == 0 {
-		return worker.Permanent(fmt.Errorf("none of the %d entries the pressure event names exists any more", len(p.EntryIDs)))
+		return longterm.Summary{}, false, worker.Permanent(fmt.Errorf("none of the %d entries the pressure event names exists any more", len(p.EntryIDs)))
 	}
 	start := time.Now()
 	res, err := w.llm.Summarize(ctx, entries, p.SummaryTokens)
@@ -233,7 +249,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("summarising %d entries: %w", len(entries), err)
+		return longterm.Summary{}, false, fmt.Errorf("summarising %d entries: %w", len(entries), err)
 	}
 	newest := time.Time{}
 	for _, e := range entries {
@@ -254,18 +270,18 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) error {
 	// A session forgotten while the compression ran keeps nothing of it.
 	if h, _, err := w.sessions.Header(ctx, session.Key{Tenant: tenant, Session: sess}); err != nil || h.User != p.User {
 		if err != nil && !errors.Is(err, session.ErrNotFound) {
-			return err
+			return longterm.Summary{}, false, err
 		}
 		w.log.Info().Str("tenant", tenant).Str("session", sess).Msg("session forgotten during compression; summary dropped")
-		return nil
+		return longterm.Summary{}, false, nil
 	}
 	if _, err := w.store.PutSummary(ctx, sum); err != nil {
-		return err
+		return longterm.Summary{}, false, err
 	}
 	w.log.Info().Str("tenant", tenant).Str("session", sess).Int("pressure", p.Number).Int("entries", len(entries)).
 		Int("tokens_before", tokens(entries)).Int("tokens_after", sum.Tokens).Int("llm_calls", res.Usage.Calls).
 		Dur("took", time.Since(start)).Msg("compressed")
-	return w.publish(ctx, tenant, p, sum)
+	return sum, true, nil
 }
 
 func tokens(es []memory.Entry) int {

@@ -56,6 +56,9 @@ type Config struct {
 	Tokenizer string
 	// Backoff is the redelivery delay after the n-th failed attempt (default worker.Backoff).
 	Backoff func(n uint64) time.Duration
+	// NoConsumers builds an extractor for direct Extract calls (a replay) without its consumers
+	// and without publishing fact events; Run must not be called then.
+	NoConsumers bool
 }
 
 // errNotApplied: ingest has not decided the session up to the trigger yet.
@@ -112,11 +115,13 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 	if err != nil {
 		return nil, err
 	}
-	if err := events.EnsureConsumers(ctx, js, topo.TurnsStream(), topo.ExtractorEndConsumerConfig()); err != nil {
-		return nil, err
-	}
-	if err := events.EnsureConsumers(ctx, js, topo.SummaryStream(), topo.ExtractorSummaryConsumerConfig()); err != nil {
-		return nil, err
+	if !cfg.NoConsumers {
+		if err := events.EnsureConsumers(ctx, js, topo.TurnsStream(), topo.ExtractorEndConsumerConfig()); err != nil {
+			return nil, err
+		}
+		if err := events.EnsureConsumers(ctx, js, topo.SummaryStream(), topo.ExtractorSummaryConsumerConfig()); err != nil {
+			return nil, err
+		}
 	}
 	w := &Worker{
 		cfg: cfg, js: js, store: store, sessions: sessions, usage: us, chat: chat, model: model, counter: counter,
@@ -134,6 +139,8 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 	w.ends = worker.New(worker.Config{
 		Name: "extractor-ends", Stream: topo.TurnsStream(), Consumer: topo.ExtractorEndConsumer(),
 		Concurrency: cfg.Concurrency, MaxDeliver: events.WorkerMaxDeliver, Place: place, Backoff: cfg.Backoff,
+		// Turns are ingest's business: only session ends trigger an extraction.
+		Skip: func(m jetstream.Msg) bool { return !maybeEnd(m.Headers()) },
 	}, js, dlq, w.handleEnd, log)
 	w.sums = worker.New(worker.Config{
 		Name: "extractor-summaries", Stream: topo.SummaryStream(), Consumer: topo.ExtractorSummaryConsumer(),
@@ -165,9 +172,21 @@ func sessionOf(subject string) (session.Key, error) {
 	return session.Key{Tenant: parts[3], Session: parts[4]}, nil
 }
 
+// maybeEnd reports whether a turns-stream message may be a session end: binary mode says so in
+// its ce-type header; structured mode only in its body.
+func maybeEnd(h nats.Header) bool {
+	if strings.HasPrefix(strings.ToLower(h.Get("Content-Type")), events.ContentTypeStructured) {
+		return true
+	}
+	return h.Get("ce-type") == events.TypeSessionEnded
+}
+
 func (w *Worker) handleEnd(ctx context.Context, m jetstream.Msg) error {
-	if m.Headers().Get("ce-type") != events.TypeSessionEnded {
+	if !maybeEnd(m.Headers()) {
 		return nil // turns are ingest's business
+	}
+	if ev, err := events.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}); err != nil || ev.Type() != events.TypeSessionEnded {
+		return nil
 	}
 	k, err := sessionOf(m.Subject())
 	if err != nil {
@@ -201,6 +220,12 @@ func (w *Worker) handleSummary(ctx context.Context, m jetstream.Msg) error {
 		return err
 	}
 	return w.extract(ctx, k, sum.LastSeq, meta.NumDelivered > 1, "summary")
+}
+
+// Extract extracts the facts of a session's applied turns up to stream sequence upTo that were
+// not extracted yet (a replay's direct call; the consumers do the same on their triggers).
+func (w *Worker) Extract(ctx context.Context, k session.Key, upTo uint64) error {
+	return w.extract(ctx, k, upTo, false, "replay")
 }
 
 // extract extracts the facts of the session's applied turns up to seq that were not extracted yet.
@@ -429,6 +454,9 @@ func (w *Worker) announce(ctx context.Context, tenant, user string, ch longterm.
 }
 
 func (w *Worker) publishFact(ctx context.Context, tenant, user, id, op string, f longterm.Fact) error {
+	if w.cfg.NoConsumers {
+		return nil // a replay publishes no events
+	}
 	ev, err := events.NewEvent(id, events.TypeFact, w.cfg.Source, f.ValidFrom, events.FactEvent{Op: op, Fact: f.Event()})
 	if err != nil {
 		return err

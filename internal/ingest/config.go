@@ -61,6 +61,8 @@ type Config struct {
 	// default) the process joins the ingest members and owns the partitions rendezvous hashing
 	// gives it among the live members (all of them when it runs alone).
 	Partitions []int
+	// NoConsumers builds a worker for Replay without consumers; Run must not be called then.
+	NoConsumers bool
 	// Member names this process among the ingest members (default: host-pid-random).
 	Member string
 	// MemberTTL is how long a member that stopped its heartbeats keeps its partitions (default 6s).

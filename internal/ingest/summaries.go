@@ -12,7 +12,6 @@ import (
 	"github.com/agentmem/agentmem/internal/deadletter"
 	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/pkg/events"
-	"github.com/agentmem/agentmem/pkg/memory"
 )
 
 // errNotNamedYet: a summary arrived before ingest committed the pressure that asked for it.
@@ -93,14 +92,7 @@ func (w *Worker) applySummary(part *partition, m jetstream.Msg) error {
 		// Already applied, covered by a later summary, or forgotten: nothing to do.
 		return nil
 	}
-	st.ApplySummary(memory.Entry{
-		ID: sum.SummaryID, Type: memory.Summary, Content: sum.Content, Timestamp: sum.Timestamp.UTC(),
-		Provenance: sum.Provenance,
-		Metadata: map[string]any{
-			"status": "summarized", "summarizer": sum.Summarizer, "pressure": sum.Pressure,
-			"usage": map[string]any{"calls": sum.Usage.Calls, "input_tokens": sum.Usage.InputTokens, "output_tokens": sum.Usage.OutputTokens},
-		},
-	})
+	st.ApplySummary(summaryEntry(sum.SummaryID, sum.Content, sum.Timestamp, sum.Provenance, sum.Summarizer, sum.Pressure, sum.Usage))
 	if sum.SummaryID == st.Header.SummaryID {
 		st.Header.AwaitingSince = time.Time{}
 	}

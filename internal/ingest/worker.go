@@ -87,6 +87,9 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, log zerolog.Lo
 		dlq:     deadletter.NewWriter(js, cfg.DeadLetterMaxBody),
 	}
 	w.idle = newIdleTracker(w)
+	if cfg.NoConsumers {
+		return w, nil
+	}
 	topo := cfg.Topology
 	var turns, sums []jetstream.ConsumerConfig
 	for _, p := range cfg.Partitions {

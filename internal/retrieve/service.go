@@ -396,9 +396,8 @@ func (s *Service) userCandidates(ctx context.Context, k userKey, query string, a
 	for name := range uv.sessions {
 		sessions = append(sessions, name)
 	}
-	bytes := uv.bytes
 	uv.mu.Unlock()
-	s.users.noteSessions(uv, sessions, bytes)
+	s.users.noteSessions(uv, sessions)
 	return out, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -38,7 +39,7 @@ type userView struct {
 	sessions map[string]*archiveSession
 	archive  map[string]memory.Entry
 	archIdx  *search.Index
-	bytes    int
+	bytes    atomic.Int64 // approximate memory held, read by the cache without the view's lock
 }
 
 // archiveSession is what the archive has read of one session.
@@ -173,7 +174,7 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 				e.Metadata = withSession(e.Metadata, h.Session)
 				u.archive[id] = e
 				u.archIdx.Add(id, e.Content)
-				u.bytes += len(e.Content) + len(id) + 64
+				u.bytes.Add(int64(len(e.Content) + len(id) + 64))
 				return nil
 			})
 			if err != nil {
@@ -236,7 +237,7 @@ func (c *userCache) get(k userKey) *userView {
 
 // noteSessions records which sessions a view holds, for the session watcher, and evicts views
 // beyond the memory cap.
-func (c *userCache) noteSessions(v *userView, sessions []string, bytes int) {
+func (c *userCache) noteSessions(v *userView, sessions []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, s := range sessions {
@@ -245,17 +246,17 @@ func (c *userCache) noteSessions(v *userView, sessions []string, bytes int) {
 			c.owners[key] = append(c.owners[key], v.key)
 		}
 	}
-	total := 0
+	var total int64
 	for el := c.order.Front(); el != nil; el = el.Next() {
-		total += el.Value.(*userView).bytes
+		total += el.Value.(*userView).bytes.Load()
 	}
-	for total > c.maxBytes && c.order.Len() > 1 {
+	for total > int64(c.maxBytes) && c.order.Len() > 1 {
 		last := c.order.Back()
 		lv := last.Value.(*userView)
 		if lv == v {
 			break
 		}
-		total -= lv.bytes
+		total -= lv.bytes.Load()
 		c.order.Remove(last)
 		delete(c.items, lv.key)
 	}

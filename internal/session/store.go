@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
+	"github.com/agentmem/agentmem/internal/archive"
 	"github.com/agentmem/agentmem/pkg/events"
 )
 
@@ -25,6 +26,7 @@ const maxChunkBytes = 256 << 10
 
 // Store reads and writes session headers and chunks.
 type Store struct {
+	js      jetstream.JetStream
 	headers jetstream.KeyValue
 	chunks  jetstream.KeyValue
 	now     func() time.Time
@@ -40,7 +42,7 @@ func NewStore(ctx context.Context, js jetstream.JetStream, topo events.Topology)
 	if err != nil {
 		return nil, fmt.Errorf("binding bucket %q: %w", topo.ChunkBucket(), err)
 	}
-	return &Store{headers: h, chunks: c, now: time.Now}, nil
+	return &Store{js: js, headers: h, chunks: c, now: time.Now}, nil
 }
 
 // Header reads a session's stored header and its revision; ErrNotFound when there is none.
@@ -192,33 +194,34 @@ func split(ops []Op) [][]Op {
 	return append(parts, ops[start:])
 }
 
-// List calls fn with every stored header, in key order of the bucket's listing.
+// List calls fn with every stored header (tombstones included), reading the bucket's stream
+// with batched direct gets.
 func (st *Store) List(ctx context.Context, fn func(Header) error) error {
-	lister, err := st.headers.ListKeys(ctx)
-	if err != nil {
-		if errors.Is(err, jetstream.ErrNoKeysFound) {
+	bucket := st.headers.Bucket()
+	latest := map[string][]byte{}
+	var order []string
+	err := archive.NewReader(st.js, "KV_"+bucket).Scan(ctx, "$KV."+bucket+".>", 1, 0, func(m *jetstream.RawStreamMsg) error {
+		if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+			delete(latest, m.Subject)
 			return nil
 		}
+		if _, ok := latest[m.Subject]; !ok {
+			order = append(order, m.Subject)
+		}
+		latest[m.Subject] = m.Data
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("listing sessions: %w", err)
 	}
-	var keys []string
-	for k := range lister.Keys() {
-		keys = append(keys, k)
-	}
-	if err := lister.Stop(); err != nil {
-		return fmt.Errorf("listing sessions: %w", err)
-	}
-	for _, k := range keys {
-		e, err := st.headers.Get(ctx, k)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
+	for _, subj := range order {
+		data, ok := latest[subj]
+		if !ok {
 			continue
 		}
-		if err != nil {
-			return fmt.Errorf("reading header %q: %w", k, err)
-		}
 		var h Header
-		if err := json.Unmarshal(e.Value(), &h); err != nil {
-			return fmt.Errorf("decoding header %q: %w", k, err)
+		if err := json.Unmarshal(data, &h); err != nil {
+			return fmt.Errorf("decoding header %q: %w", subj, err)
 		}
 		if err := fn(h); err != nil {
 			return err

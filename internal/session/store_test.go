@@ -211,3 +211,27 @@ func TestSummaryIDDependsOnTurnsOnly(t *testing.T) {
 		}
 	}
 }
+
+func TestListReadsEveryHeader(t *testing.T) {
+	store, _ := newStore(t)
+	ctx := context.Background()
+	for i := range 3 {
+		s, _ := store.Load(ctx, session.Key{Tenant: "acme", Session: fmt.Sprintf("l%d", i)}, 100)
+		s.Add(entry(fmt.Sprintf("t%d", i), "user", 5, uint64(i+1)), 100, "alice")
+		s.Advance(uint64(i+1), time.Now())
+		if _, err := store.Commit(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	if err := store.List(ctx, func(h session.Header) error {
+		got = append(got, h.Session)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"l0", "l1", "l2"}) {
+		t.Fatalf("listed %v", got)
+	}
+}

@@ -60,6 +60,9 @@ type Config struct {
 	Place func(m jetstream.Msg) (tenant, session string)
 	// Backoff is the redelivery delay after the n-th failed delivery (default Backoff).
 	Backoff func(n uint64) time.Duration
+	// Skip, when it reports true for a message, acknowledges it at once without a handler (for a
+	// consumer that sees many messages it has nothing to do with).
+	Skip func(m jetstream.Msg) bool
 }
 
 // Worker consumes one durable consumer.
@@ -101,6 +104,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	sem := make(chan struct{}, w.cfg.Concurrency)
 	var wg sync.WaitGroup
 	cc, err := cons.Consume(func(m jetstream.Msg) {
+		if w.cfg.Skip != nil && w.cfg.Skip(m) {
+			_ = m.Ack()
+			return
+		}
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
@@ -108,7 +115,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			defer func() { <-sem }()
 			w.handle(m)
 		}()
-	}, jetstream.PullMaxMessages(w.cfg.Concurrency), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+	}, jetstream.PullMaxMessages(max(w.cfg.Concurrency, 64)), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		w.log.Debug().Err(err).Msg("consume")
 	}))
 	if err != nil {
@@ -149,8 +156,8 @@ func (w *Worker) handle(m jetstream.Msg) {
 	err = w.call(ctx, m)
 	switch {
 	case err == nil:
-		if err := m.DoubleAck(ctx); err != nil {
-			log.Warn().Err(err).Msg("ack not confirmed; the message may be redelivered (handlers are idempotent)")
+		if err := m.Ack(); err != nil {
+			log.Warn().Err(err).Msg("ack failed; the message will be redelivered (handlers are idempotent)")
 		}
 	case errors.Is(err, ErrPermanent) || errors.Is(err, events.ErrInvalid):
 		log.Warn().Err(err).Msg("dead-lettered")

@@ -48,6 +48,9 @@ type Topology struct {
 	DeadLetterMaxAge time.Duration
 	// Storage is the storage of every stream and bucket (file).
 	Storage jetstream.StorageType
+	// TurnsSource, when set, names the turns stream to read instead of <Prefix>_TURNS: a replay
+	// set reads the live archive and writes its own buckets.
+	TurnsSource string
 }
 
 var prefixRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
@@ -81,7 +84,12 @@ func (t Topology) Validate() error {
 }
 
 // TurnsStream names the stream that captures every turn: the archive.
-func (t Topology) TurnsStream() string { return t.Prefix + "_TURNS" }
+func (t Topology) TurnsStream() string {
+	if t.TurnsSource != "" {
+		return t.TurnsSource
+	}
+	return t.Prefix + "_TURNS"
+}
 
 // PressureStream names the stream of agentmem.pressure.v1 events.
 func (t Topology) PressureStream() string { return t.Prefix + "_PRESSURE" }
@@ -367,6 +375,20 @@ func (t Topology) Ensure(ctx context.Context, js jetstream.JetStream) error {
 		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
 			return fmt.Errorf("creating stream %q: %w", sc.Name, err)
 		}
+	}
+	for _, kc := range t.BucketConfigs() {
+		if _, err := js.CreateOrUpdateKeyValue(ctx, kc); err != nil {
+			return fmt.Errorf("creating bucket %q: %w", kc.Bucket, err)
+		}
+	}
+	return nil
+}
+
+// EnsureBuckets creates or updates the KV buckets of t only (a replay set, which shares the live
+// streams' subjects and so has no streams of its own).
+func (t Topology) EnsureBuckets(ctx context.Context, js jetstream.JetStream) error {
+	if err := t.Validate(); err != nil {
+		return err
 	}
 	for _, kc := range t.BucketConfigs() {
 		if _, err := js.CreateOrUpdateKeyValue(ctx, kc); err != nil {

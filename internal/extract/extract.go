@@ -264,16 +264,13 @@ func (w *Worker) extract(ctx context.Context, k session.Key, upTo uint64, redeli
 	var turns []fact.Turn
 	var first, last time.Time
 	err = w.reader.Scan(ctx, subject, from, upTo, func(m *jetstream.RawStreamMsg) error {
-		if m.Header.Get("ce-type") != events.TypeTurn {
-			return nil
-		}
-		id := m.Header.Get("ce-id")
-		if !st.Seen(id) {
-			return nil // rejected by ingest
-		}
 		ev, err := events.Decode(&nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data})
-		if err != nil {
+		if err != nil || ev.Type() != events.TypeTurn {
 			return nil
+		}
+		id := ev.ID()
+		if !st.AppliedAt(id, m.Sequence) {
+			return nil // rejected by ingest, or a late copy
 		}
 		t, err := events.DecodeData[events.Turn](ev)
 		if err != nil || (t.Role != events.RoleUser && t.Role != events.RoleAssistant) {

@@ -217,7 +217,7 @@ func (w *Worker) decide(st *session.State, m message, fx *effects) (bad string) 
 		if reason := ownerMismatch(st, end.User, false); reason != "" {
 			return w.reject(st, m, id, reason, fx)
 		}
-		st.End(id, at)
+		st.End(id, m.seq, at)
 		w.applied.Add(1)
 	default:
 		return w.reject(st, m, id, fmt.Sprintf("unknown event type %q: expected %s or %s", ev.Type(), events.TypeTurn, events.TypeSessionEnded), fx)

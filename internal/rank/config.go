@@ -1,77 +1,97 @@
 package rank
 
-// Config holds the parameters of the ranking method. Zero fields take the defaults
-// (withDefaults); a negative weight turns its component off.
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Defaults of Config, measured on the development sets (see eval_test.go).
+const (
+	DefaultK1        = 1.2  // BM25 term-frequency saturation
+	DefaultB         = 0.75 // BM25 length normalisation
+	DefaultAgentTurn = 0.5  // weight of a non-user turn's own score
+	DefaultSession   = 1.0  // weight of the session's score beside the turn's
+	DefaultDiversity = 0.75 // factor per turn of the same session ranked above
+)
+
+// Config holds the parameters of the ranking method (see the package comment for the
+// formula). Zero fields take the defaults; Off switches a component off.
 type Config struct {
-	K1 float64 // BM25 term-frequency saturation (default 1.2)
-	B  float64 // BM25 length normalisation (default 0.75)
-
-	// QueryK3 saturates a term repeated in the query: weight (k3+1)·qtf/(k3+qtf). Negative: a
-	// repeated term counts once.
+	// K1 is BM25's term-frequency saturation (default 1.2).
+	K1 float64
+	// B is BM25's length normalisation in [0,1] (default 0.75).
+	B float64
+	// QueryK3 saturates a term repeated in the query: it weighs (k3+1)·qtf/(k3+qtf), so
+	// long queries such as a whole dialogue favour their recurring terms without letting them
+	// dominate. Default: K1. Off: a repeated term counts once.
 	QueryK3 float64
-
-	// Neighbour weighs the terms of a turn's neighbours in its group in the turn's context
-	// field (BM25F). Negative: off.
-	Neighbour float64
-	// NeighbourPair restricts context to the turn's pair (user turn + next turn, or a turn + the
-	// user turn before it) rather than both neighbours.
-	NeighbourPair bool
-
-	// Session weighs the group's (session's) score in a turn's relevance. Negative: off.
+	// AgentTurn multiplies the own score of a turn whose role is neither "user" nor ""
+	// (assistant, tool, system): what a user remembers is mostly what the user said, and
+	// agent turns are long and match many terms. In (0,1]; default 0.5; 1 (or Off) disables.
+	AgentTurn float64
+	// Session is the weight λ of the session's score (BM25 over all the turns of the
+	// document's group) beside the turn's own: keyword = (turn + λ·session)/(1+λ).
+	// Default 1; Off: turns are scored alone.
 	Session float64
-	// SessionMax uses the best turn of the group as its score instead of BM25 over the group.
-	SessionMax bool
-
-	// Diversity multiplies a turn's relevance by Diversity^n, n = turns of its group ranked
-	// above it. Negative or 1: off.
+	// Diversity is the factor γ in (0,1] that a turn's relevance is multiplied by for each
+	// turn of its own session ranked above it, so that the first results span sessions.
+	// Default 0.75; 1 (or Off) disables.
 	Diversity float64
-
-	// PRF: pseudo-relevance feedback (RM3) from the top PRFDocs documents, PRFTerms expansion
-	// terms mixed in with weight PRFWeight. PRFDocs negative: off.
-	PRFDocs   int
-	PRFTerms  int
-	PRFWeight float64
-
-	// Assistant multiplies the turn score of assistant turns. Zero: 1 (no change).
-	Assistant float64
-
-	// MaxDF drops query terms found in more than this fraction of documents. Negative: keep all.
-	MaxDF float64
+	// MaxQueryTerms bounds the query terms scored: those with the highest weight times idf.
+	MaxQueryTerms int
 }
 
+// Off, as the value of a Config weight, switches its component off.
+const Off = -1.0
+
+// ErrConfig is wrapped by the errors of [Config.Validate].
+var ErrConfig = errors.New("rank: invalid config")
+
 func (c Config) withDefaults() Config {
-	if c.K1 == 0 {
-		c.K1 = 1.2
+	def := func(v *float64, d float64) {
+		if *v == 0 {
+			*v = d
+		}
 	}
-	if c.B == 0 {
-		c.B = 0.75
+	def(&c.K1, DefaultK1)
+	def(&c.B, DefaultB)
+	def(&c.QueryK3, c.K1)
+	def(&c.AgentTurn, DefaultAgentTurn)
+	def(&c.Session, DefaultSession)
+	def(&c.Diversity, DefaultDiversity)
+	if c.AgentTurn == Off {
+		c.AgentTurn = 1
 	}
-	if c.QueryK3 == 0 {
-		c.QueryK3 = -1
+	if c.Session == Off {
+		c.Session = 0
 	}
-	if c.Neighbour == 0 {
-		c.Neighbour = -1
-	}
-	if c.Session == 0 {
-		c.Session = -1
-	}
-	if c.Diversity == 0 {
-		c.Diversity = -1
-	}
-	if c.PRFDocs == 0 {
-		c.PRFDocs = -1
-	}
-	if c.PRFTerms == 0 {
-		c.PRFTerms = 10
-	}
-	if c.PRFWeight == 0 {
-		c.PRFWeight = 0.5
-	}
-	if c.Assistant == 0 {
-		c.Assistant = 1
-	}
-	if c.MaxDF == 0 {
-		c.MaxDF = -1
+	if c.Diversity == Off {
+		c.Diversity = 1
 	}
 	return c
+}
+
+// Validate reports the first field of c, after defaults, that is out of range.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	bad := func(field string, v float64, want string) error {
+		return fmt.Errorf("%w: %s = %v, want %s", ErrConfig, field, v, want)
+	}
+	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	switch {
+	case !(c.K1 > 0) || !finite(c.K1):
+		return bad("K1", c.K1, "> 0")
+	case !(c.B >= 0 && c.B <= 1):
+		return bad("B", c.B, "in [0,1]")
+	case !(c.QueryK3 > 0 || c.QueryK3 == Off) || !finite(c.QueryK3):
+		return bad("QueryK3", c.QueryK3, "> 0 or Off")
+	case !(c.AgentTurn > 0 && c.AgentTurn <= 1):
+		return bad("AgentTurn", c.AgentTurn, "in (0,1] or Off")
+	case !(c.Session >= 0) || !finite(c.Session):
+		return bad("Session", c.Session, ">= 0 or Off")
+	case !(c.Diversity > 0 && c.Diversity <= 1):
+		return bad("Diversity", c.Diversity, "in (0,1] or Off")
+	}
+	return nil
 }

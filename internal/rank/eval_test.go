@@ -33,7 +33,7 @@ type ranker interface {
 
 // method is a ranking method under evaluation; a nil ranker skips that data set.
 type method struct {
-	name       string
+	name        string
 	lme, zh, en ranker
 }
 
@@ -466,7 +466,13 @@ func devMethods() []method {
 		{"baselines.md reproduction (simple tokens)", refBM25{tokens: refWords},
 			refBM25{tokens: refBigrams, dedup: true}, refBM25{tokens: refWordsStop, dedup: true}},
 		all("plain BM25 (internal/search)", plainBM25{}),
-		all("rank: BM25 only", cfgRanker(Config{})),
+		all("rank: BM25 only", cfgRanker(Config{QueryK3: Off, AgentTurn: Off, Session: Off, Diversity: Off})),
+		all("rank: final", cfgRanker(Config{})),
+		all("rank: final max16", cfgRanker(Config{MaxQueryTerms: 16})),
+		all("rank: final max24", cfgRanker(Config{MaxQueryTerms: 24})),
+		all("rank: final max32", cfgRanker(Config{MaxQueryTerms: 32})),
+		all("rank: final max48", cfgRanker(Config{MaxQueryTerms: 48})),
+		all("rank: final max64", cfgRanker(Config{MaxQueryTerms: 64})),
 	}
 }
 

@@ -14,70 +14,83 @@ import (
 type Doc struct {
 	ID    string
 	Text  string
-	Group string // session id; "" for a document of its own (a long-term entry)
-	Pos   int    // position within the group (turn index), for neighbour context
-	Role  string // user, assistant, tool, system, or ""
-	Time  time.Time
-	Kind  string // "turn", "fact", "summary"
+	Group string    // session id; "" for a document of its own (a fact, a summary)
+	Pos   int       // position within the group; not used by the ranking (see the package comment)
+	Role  string    // user, assistant, tool, system, or "" for an entry that is not a turn
+	Time  time.Time // not used by the ranking: time decay is the caller's
+	Kind  string    // "turn", "fact", "summary"; not used by the ranking
 }
 
 // Index ranks the documents of one user for a query; see the package comment for the method.
-// It is safe for concurrent use: searches share a read lock; Add and Remove take the write
-// lock for a time proportional to the documents' distinct terms (plus, for a document of a
-// group, a binary search among the group's members).
+// It is safe for concurrent use: searches share a read lock, Add and Remove take the write
+// lock for a time proportional to the documents' distinct terms (Remove: times the number of
+// documents holding each term). Everything it needs is kept up to date by Add and Remove:
+// there is nothing to rebuild.
 type Index struct {
 	cfg Config
 
 	mu       sync.RWMutex
 	slots    map[string]int32 // document id → slot
-	docs     []doc            // by slot; a free slot has id ""
+	docs     []doc            // by slot; a free slot is the zero doc
+	lens     []int32          // by slot: the document's length, compact for the scoring loop
+	grpOf    []int32          // by slot: the document's group number, -1 for none
 	free     []int32
 	terms    map[string]int32 // term → term id
 	postings []posting        // by term id
-	freeTerm []int32          // term ids whose posting is empty, for reuse
+	freeTerm []int32          // ids of empty postings, for reuse
 	groups   map[string]int32 // group id → group number
 	grps     []group          // by group number
 	freeGrp  []int32
-	live     int // documents indexed
+	live     int // documents
 	totalLen int // sum of the documents' lengths
-	nbLen    int // sum over documents of their neighbours' lengths
-	nGroups  int // groups; a document without a group has one of its own
-	strBytes int // bytes of ids and terms held
+	groupLen int // sum of the lengths of the documents in a group
+	bytes    int // estimate of the variable-size memory held, see Bytes
 }
 
 // doc is what the index keeps of one document.
 type doc struct {
-	id         string
-	group      int32 // group number
-	pos        int
-	user       bool  // a user turn
-	assistant  bool  // an assistant turn
-	length     int32 // terms, repeats included
-	prev, next int32 // neighbouring slots in the group by Pos, -1 for none
-	terms      []termFreq
+	id     string
+	group  int32   // group number, -1 for none
+	length int32   // terms, repeats included
+	weight float32 // multiplies its own score: AgentTurn for agent turns, else 1
+	terms  []termPos
 }
 
-type termFreq struct {
-	term int32
-	tf   int32
+// termPos is one distinct term of a document and the document's index in its posting, so
+// that Remove takes constant time per term.
+type termPos struct {
+	term, pos int32
 }
 
-// posting lists the documents that contain a term, in no particular order.
+// posting lists the documents containing a term, in no particular order.
 type posting struct {
 	term  string
 	slots []int32
 	tfs   []int32
 }
 
-// group is a session: its members in Pos order.
+// group is a session: the number and total length of its documents.
 type group struct {
-	id      string
-	members []int32 // slots, sorted by pos
-	length  int     // sum of the members' lengths
+	id     string
+	n      int
+	length int
 }
 
-// NewIndex returns an empty index that ranks with cfg (zero fields take their defaults).
+// Approximate sizes, for Bytes: a map entry with its share of the buckets, and the
+// slice headers and fields of the per-document and per-term records.
+const (
+	mapEntryBytes = 40
+	docBytes      = int(unsafe.Sizeof(doc{})) + 8 // and lens, grpOf
+	postingBytes  = int(unsafe.Sizeof(posting{}))
+	groupBytes    = int(unsafe.Sizeof(group{}))
+)
+
+// NewIndex returns an empty index that ranks with cfg, zero fields taking their defaults.
+// It panics if cfg is invalid (see [Config.Validate]): configs are validated at start-up.
 func NewIndex(cfg Config) *Index {
+	if err := cfg.Validate(); err != nil {
+		panic(err)
+	}
 	return &Index{
 		cfg:    cfg.withDefaults(),
 		slots:  make(map[string]int32),
@@ -86,13 +99,13 @@ func NewIndex(cfg Config) *Index {
 	}
 }
 
-// Add indexes docs, each replacing any document with the same id. A document whose text has
-// no terms still counts in [Index.Len] and in the statistics, and never matches by itself.
+// Add indexes docs, each replacing any document with the same id; a later document in docs
+// replaces an earlier one with its id. A document whose text has no terms still counts in
+// [Index.Len] and in the statistics, and never matches.
 func (ix *Index) Add(docs ...Doc) {
 	type prepared struct {
-		d     *Doc
-		terms []string
-		tf    map[string]int32
+		length int
+		tf     map[string]int32
 	}
 	prep := make([]prepared, len(docs))
 	for i := range docs {
@@ -101,12 +114,12 @@ func (ix *Index) Add(docs ...Doc) {
 		for _, t := range terms {
 			tf[t]++
 		}
-		prep[i] = prepared{d: &docs[i], terms: terms, tf: tf}
+		prep[i] = prepared{len(terms), tf}
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	for _, p := range prep {
-		ix.add(p.d, len(p.terms), p.tf)
+	for i := range docs {
+		ix.add(&docs[i], prep[i].length, prep[i].tf)
 	}
 }
 
@@ -121,12 +134,15 @@ func (ix *Index) add(d *Doc, length int, tf map[string]int32) {
 	} else {
 		slot = int32(len(ix.docs))
 		ix.docs = append(ix.docs, doc{})
+		ix.lens = append(ix.lens, 0)
+		ix.grpOf = append(ix.grpOf, -1)
 	}
 	id := strings.Clone(d.ID)
 	ix.slots[id] = slot
-	ix.strBytes += len(id)
-	nd := doc{id: id, pos: d.Pos, user: d.Role == "user", assistant: d.Role == "assistant", length: int32(length), prev: -1, next: -1,
-		terms: make([]termFreq, 0, len(tf))}
+	nd := doc{id: id, group: -1, length: int32(length), weight: 1, terms: make([]termPos, 0, len(tf))}
+	if d.Role != "" && d.Role != "user" {
+		nd.weight = float32(ix.cfg.AgentTurn)
+	}
 	for t, n := range tf {
 		tid, ok := ix.terms[t]
 		if !ok {
@@ -140,94 +156,40 @@ func (ix *Index) add(d *Doc, length int, tf map[string]int32) {
 				ix.postings = append(ix.postings, posting{term: t})
 			}
 			ix.terms[t] = tid
-			ix.strBytes += len(t)
+			ix.bytes += len(t) + mapEntryBytes + postingBytes
 		}
 		p := &ix.postings[tid]
+		nd.terms = append(nd.terms, termPos{tid, int32(len(p.slots))})
 		p.slots = append(p.slots, slot)
 		p.tfs = append(p.tfs, n)
-		nd.terms = append(nd.terms, termFreq{term: tid, tf: n})
 	}
-	// A stable term order makes the index independent of map iteration order.
-	slices.SortFunc(nd.terms, func(a, b termFreq) int { return int(a.term) - int(b.term) })
+	slices.SortFunc(nd.terms, func(a, b termPos) int { return int(a.term - b.term) })
+	ix.bytes += len(id) + mapEntryBytes + docBytes + 16*len(nd.terms)
+	if d.Group != "" {
+		g, ok := ix.groups[d.Group]
+		if !ok {
+			gid := strings.Clone(d.Group)
+			if k := len(ix.freeGrp); k > 0 {
+				g = ix.freeGrp[k-1]
+				ix.freeGrp = ix.freeGrp[:k-1]
+			} else {
+				g = int32(len(ix.grps))
+				ix.grps = append(ix.grps, group{})
+			}
+			ix.grps[g] = group{id: gid}
+			ix.groups[gid] = g
+			ix.bytes += len(gid) + mapEntryBytes + groupBytes
+		}
+		ix.grps[g].n++
+		ix.grps[g].length += length
+		ix.groupLen += length
+		nd.group = g
+	}
 	ix.docs[slot] = nd
+	ix.lens[slot] = nd.length
+	ix.grpOf[slot] = nd.group
 	ix.live++
 	ix.totalLen += length
-	g, ok := int32(-1), false
-	if d.Group != "" {
-		g, ok = ix.groups[d.Group]
-	}
-	if !ok {
-		// A new group; a document without one has a group of its own, not named in groups.
-		gid := ""
-		if d.Group != "" {
-			gid = strings.Clone(d.Group)
-		}
-		if k := len(ix.freeGrp); k > 0 {
-			g = ix.freeGrp[k-1]
-			ix.freeGrp = ix.freeGrp[:k-1]
-			ix.grps[g] = group{id: gid}
-		} else {
-			g = int32(len(ix.grps))
-			ix.grps = append(ix.grps, group{id: gid})
-		}
-		if gid != "" {
-			ix.groups[gid] = g
-			ix.strBytes += len(gid)
-		}
-		ix.nGroups++
-	}
-	gr := &ix.grps[g]
-	ix.docs[slot].group = g
-	at, _ := slices.BinarySearchFunc(gr.members, d.Pos, func(s int32, pos int) int { return ix.docs[s].pos - pos })
-	// Equal positions keep insertion order: a new document goes after them.
-	for at < len(gr.members) && ix.docs[gr.members[at]].pos == d.Pos {
-		at++
-	}
-	gr.members = slices.Insert(gr.members, at, slot)
-	gr.length += length
-	var prev, next int32 = -1, -1
-	if at > 0 {
-		prev = gr.members[at-1]
-	}
-	if at+1 < len(gr.members) {
-		next = gr.members[at+1]
-	}
-	ix.link(prev, next, slot)
-}
-
-// link puts slot between prev and next (either may be -1), keeping nbLen up to date.
-func (ix *Index) link(prev, next, slot int32) {
-	if prev >= 0 && next >= 0 { // the pair prev–next is split
-		ix.nbLen -= int(ix.docs[prev].length) + int(ix.docs[next].length)
-	}
-	d := &ix.docs[slot]
-	d.prev, d.next = prev, next
-	if prev >= 0 {
-		ix.docs[prev].next = slot
-		ix.nbLen += int(ix.docs[prev].length) + int(d.length)
-	}
-	if next >= 0 {
-		ix.docs[next].prev = slot
-		ix.nbLen += int(ix.docs[next].length) + int(d.length)
-	}
-}
-
-// unlink takes slot out of its group's chain, joining its neighbours.
-func (ix *Index) unlink(slot int32) {
-	d := &ix.docs[slot]
-	prev, next := d.prev, d.next
-	if prev >= 0 {
-		ix.docs[prev].next = next
-		ix.nbLen -= int(ix.docs[prev].length) + int(d.length)
-	}
-	if next >= 0 {
-		ix.docs[next].prev = prev
-		ix.nbLen -= int(ix.docs[next].length) + int(d.length)
-	}
-	if prev >= 0 && next >= 0 {
-		ix.nbLen += int(ix.docs[prev].length) + int(ix.docs[next].length)
-	}
-	d.prev, d.next = -1, -1
 }
 
 // Remove deletes the documents ids; unknown ids are ignored.
@@ -243,37 +205,43 @@ func (ix *Index) Remove(ids ...string) {
 
 func (ix *Index) remove(slot int32) {
 	d := &ix.docs[slot]
-	for _, tf := range d.terms {
-		p := &ix.postings[tf.term]
-		i := slices.Index(p.slots, slot)
-		last := len(p.slots) - 1
-		p.slots[i], p.tfs[i] = p.slots[last], p.tfs[last]
+	for _, tp := range d.terms {
+		tid, i := tp.term, tp.pos
+		p := &ix.postings[tid]
+		last := int32(len(p.slots) - 1)
+		if i != last { // move the last entry into the hole, and tell its document
+			moved := p.slots[last]
+			p.slots[i], p.tfs[i] = moved, p.tfs[last]
+			mt := ix.docs[moved].terms
+			j, _ := slices.BinarySearchFunc(mt, tid, func(a termPos, t int32) int { return int(a.term - t) })
+			mt[j].pos = i
+		}
 		p.slots, p.tfs = p.slots[:last], p.tfs[:last]
 		if last == 0 {
 			delete(ix.terms, p.term)
-			ix.strBytes -= len(p.term)
+			ix.bytes -= len(p.term) + mapEntryBytes + postingBytes
 			*p = posting{}
-			ix.freeTerm = append(ix.freeTerm, tf.term)
+			ix.freeTerm = append(ix.freeTerm, tid)
 		}
 	}
-	ix.unlink(slot)
-	gr := &ix.grps[d.group]
-	gr.members = slices.DeleteFunc(gr.members, func(s int32) bool { return s == slot })
-	gr.length -= int(d.length)
-	if len(gr.members) == 0 {
-		if gr.id != "" {
+	if g := d.group; g >= 0 {
+		gr := &ix.grps[g]
+		gr.n--
+		gr.length -= int(d.length)
+		ix.groupLen -= int(d.length)
+		if gr.n == 0 {
 			delete(ix.groups, gr.id)
-			ix.strBytes -= len(gr.id)
+			ix.bytes -= len(gr.id) + mapEntryBytes + groupBytes
+			*gr = group{}
+			ix.freeGrp = append(ix.freeGrp, g)
 		}
-		ix.grps[d.group] = group{}
-		ix.freeGrp = append(ix.freeGrp, d.group)
-		ix.nGroups--
 	}
 	ix.live--
 	ix.totalLen -= int(d.length)
+	ix.bytes -= len(d.id) + mapEntryBytes + docBytes + 16*len(d.terms)
 	delete(ix.slots, d.id)
-	ix.strBytes -= len(d.id)
-	ix.docs[slot] = doc{}
+	*d = doc{}
+	ix.lens[slot], ix.grpOf[slot] = 0, -1
 	ix.free = append(ix.free, slot)
 }
 
@@ -284,27 +252,15 @@ func (ix *Index) Len() int {
 	return ix.live
 }
 
-// Bytes returns an estimate of the memory the index holds, for a memory cap: the documents,
-// postings, groups and strings, with Go's map overhead approximated.
+// Bytes returns an estimate of the memory the index holds, for the retriever's memory cap:
+// ids, terms and group ids, the per-document, per-term and per-group records with their map
+// entries, and 16 bytes per (document, distinct term) pair (the posting entry and the
+// document's own list). It does not count slack capacity of slices.
 func (ix *Index) Bytes() int {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	const mapEntry = 48 // a map entry with a string key and a small value, overhead included
-	n := int(unsafe.Sizeof(*ix))
-	n += cap(ix.docs) * int(unsafe.Sizeof(doc{}))
-	n += cap(ix.free)*4 + cap(ix.freeTerm)*4 + cap(ix.freeGrp)*4
-	n += cap(ix.postings) * int(unsafe.Sizeof(posting{}))
-	n += cap(ix.grps) * int(unsafe.Sizeof(group{}))
-	n += (len(ix.slots) + len(ix.terms) + len(ix.groups)) * mapEntry
-	n += ix.strBytes
-	for i := range ix.docs {
-		n += cap(ix.docs[i].terms) * int(unsafe.Sizeof(termFreq{}))
-	}
-	for i := range ix.postings {
-		n += (cap(ix.postings[i].slots) + cap(ix.postings[i].tfs)) * 4
-	}
-	for i := range ix.grps {
-		n += cap(ix.grps[i].members) * 4
-	}
-	return n
+	return int(unsafe.Sizeof(*ix)) + ix.bytes
 }
+
+// numGroups returns the number of groups.
+func (ix *Index) numGroups() int { return len(ix.groups) }

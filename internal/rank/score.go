@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"math"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/agentmem/agentmem/internal/search"
@@ -12,11 +11,16 @@ import (
 
 // Hit is a document found by [Index.Search].
 type Hit struct {
-	ID        string
-	Keyword   float64 // keyword relevance in [0,1]
-	Vector    float64 // vector similarity in [0,1], when HasVector
+	ID string
+	// Keyword is the keyword relevance in [0,1]: the document's BM25 score blended with its
+	// session's, each divided by the score of a perfect match (see the package comment).
+	Keyword float64
+	// Vector and HasVector are for a vector similarity fused into Relevance; this method uses
+	// none (no offline representation helped, see the package comment), so HasVector is false.
+	Vector    float64
 	HasVector bool
-	Relevance float64 // the fused relevance in [0,1] that orders the hits
+	// Relevance in [0,1] orders the hits: Keyword times the session-diversity factor.
+	Relevance float64
 }
 
 // qterm is a distinct query term with its weight.
@@ -25,11 +29,12 @@ type qterm struct {
 	w    float64
 }
 
-// queryTerms returns the distinct terms of query with their weights.
+// queryTerms returns the distinct terms of query, in first-seen order, with their weights
+// (k3+1)·qtf/(k3+qtf), or 1 with QueryK3 off.
 func (c *Config) queryTerms(query string) []qterm {
 	terms := search.Terms(query)
 	idx := make(map[string]int, len(terms))
-	var out []qterm
+	out := make([]qterm, 0, len(terms))
 	for _, t := range terms {
 		if i, ok := idx[t]; ok {
 			out[i].w++
@@ -39,7 +44,7 @@ func (c *Config) queryTerms(query string) []qterm {
 		out = append(out, qterm{term: t, w: 1})
 	}
 	for i := range out {
-		if c.QueryK3 < 0 {
+		if c.QueryK3 == Off {
 			out[i].w = 1
 		} else {
 			f := out[i].w
@@ -49,21 +54,21 @@ func (c *Config) queryTerms(query string) []qterm {
 	return out
 }
 
-// scratch holds per-search working arrays, reused through a pool.
+// scratch holds the working arrays of one search, reused through a pool.
 type scratch struct {
-	acc     []float64 // by slot: turn score
-	ctf     []float64 // by slot: the current term's frequency in the turn's context field
-	touched []int32
-	gacc    []float64 // by group: group score
-	gtf     []float64
-	gtouch  []int32
-	matched []int32 // slots with acc > 0
-	gmark   []bool
+	acc     []float64 // by slot: the document's BM25 score
+	gacc    []float64 // by group: the group's BM25 score
+	gtf     []float64 // by group: the current term's frequency in the group
+	gcount  []int32   // by group: documents ranked so far, for the diversity factor
+	gseen   []int32   // groups containing the current term
+	matched []int32   // slots with acc > 0
+	ranked  []ranked
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 
-func grow[T any](s []T, n int) []T {
+// fit returns s with length n, zeroed.
+func fit[T any](s []T, n int) []T {
 	if cap(s) < n {
 		return make([]T, n)
 	}
@@ -72,315 +77,287 @@ func grow[T any](s []T, n int) []T {
 	return s
 }
 
-// Search returns the k best documents for query (all when k <= 0), best first, ties broken
-// by id; only documents with a relevance above zero are returned. An empty query, or one with
-// no terms, returns none.
+// Search returns the k best documents for query (all of them when k <= 0), best first by
+// Relevance, ties broken by id; only documents with a Relevance above zero, that is those
+// containing at least one query term, are returned. A query without terms (empty,
+// punctuation or stop words only) finds nothing.
 func (ix *Index) Search(query string, k int) []Hit {
 	qt := ix.cfg.queryTerms(query)
 	if len(qt) == 0 {
 		return nil
 	}
+	s := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(s)
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	if ix.live == 0 {
 		return nil
 	}
-	s := scratchPool.Get().(*scratch)
-	defer scratchPool.Put(s)
-	hits := ix.search(s, qt)
-	if k > 0 && len(hits) > k {
-		hits = hits[:k]
-	}
-	return hits
+	return ix.search(s, qt, k)
 }
 
-func (ix *Index) search(s *scratch, qt []qterm) []Hit {
-	cfg := &ix.cfg
-	qt = ix.filterTerms(qt)
-	turnPerfect, groupPerfect := ix.score(s, qt)
-	if turnPerfect == 0 {
-		return nil
-	}
-	rel := ix.fuse(s, turnPerfect, groupPerfect)
-	if cfg.PRFDocs > 0 && len(s.matched) > 0 {
-		qt = ix.expand(s, qt, rel)
-		turnPerfect, groupPerfect = ix.score(s, qt)
-		rel = ix.fuse(s, turnPerfect, groupPerfect)
-	}
-	hits := make([]Hit, len(s.matched))
-	for i, slot := range s.matched {
-		hits[i] = Hit{ID: ix.docs[slot].id, Keyword: rel[i], Relevance: rel[i]}
-	}
-	order := func(a, b Hit) int {
-		if c := cmp.Compare(b.Relevance, a.Relevance); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	}
-	slices.SortFunc(hits, order)
-	if d := cfg.Diversity; d > 0 && d < 1 {
-		seen := make(map[int32]int)
-		for i := range hits {
-			g := ix.docs[ix.slots[hits[i].ID]].group
-			hits[i].Relevance *= math.Pow(d, float64(seen[g]))
-			seen[g]++
-		}
-		slices.SortStableFunc(hits, order)
-	}
-	return hits
-}
-
-// filterTerms drops query terms found in more than MaxDF of the documents.
-func (ix *Index) filterTerms(qt []qterm) []qterm {
-	if ix.cfg.MaxDF < 0 {
-		return qt
-	}
-	out := qt[:0:0]
-	for _, q := range qt {
-		if tid, ok := ix.terms[q.term]; ok && float64(len(ix.postings[tid].slots)) > ix.cfg.MaxDF*float64(ix.live) {
-			continue
-		}
-		out = append(out, q)
-	}
-	return out
-}
-
-func idf(n, df int) float64 {
+func bm25IDF(n, df int) float64 {
 	return math.Log(1 + (float64(n-df)+0.5)/(float64(df)+0.5))
 }
 
-// score fills s.acc (turn scores, by slot), s.gacc (group scores) and s.matched, and returns
-// the scores of a perfect turn and a perfect group, for normalisation.
-func (ix *Index) score(s *scratch, qt []qterm) (turnPerfect, groupPerfect float64) {
+func (ix *Index) search(s *scratch, qt []qterm, k int) []Hit {
 	cfg := &ix.cfg
 	k1, b := cfg.K1, cfg.B
-	n := ix.live
-	s.acc = grow(s.acc, len(ix.docs))
-	s.ctf = grow(s.ctf, len(ix.docs))
-	s.gacc = grow(s.gacc, len(ix.grps))
-	s.gtf = grow(s.gtf, len(ix.grps))
-	s.gmark = grow(s.gmark, len(ix.grps))
+	n, ng := ix.live, ix.numGroups()
+	s.acc = fit(s.acc, len(ix.docs))
 	s.matched = s.matched[:0]
-	w := max(cfg.Neighbour, 0)
-	avgLen := float64(ix.totalLen) / float64(n)
-	avgCLen := avgLen
-	if w > 0 {
-		if cfg.NeighbourPair {
-			avgCLen = avgLen * (1 + w)
-		} else {
-			avgCLen = (float64(ix.totalLen) + w*float64(ix.nbLen)) / float64(n)
-		}
+	session := cfg.Session > 0 && ng > 0
+	if session {
+		s.gacc = fit(s.gacc, len(ix.grps))
+		s.gtf = fit(s.gtf, len(ix.grps))
 	}
-	if avgCLen == 0 {
-		avgCLen = 1
+	// BM25's length normalisation k1·(1 − b + b·len/avgLen) is c0 + c1·len.
+	c0 := k1 * (1 - b)
+	c1 := k1 * b / max(float64(ix.totalLen)/float64(n), 1e-9)
+	g1 := 0.0
+	if ng > 0 {
+		g1 = k1 * b / max(float64(ix.groupLen)/float64(ng), 1e-9)
 	}
-	avgGLen := float64(ix.totalLen) / float64(ix.nGroups)
-	if avgGLen == 0 {
-		avgGLen = 1
+	lens, grpOf := ix.lens, ix.grpOf
+	var perfect, gPerfect float64
+	if m := cfg.MaxQueryTerms; m > 0 && len(qt) > m {
+		qt = ix.selectTerms(qt, m, &perfect, &gPerfect, session)
 	}
-	sessionBM25 := cfg.Session > 0 && !cfg.SessionMax
 	for _, q := range qt {
 		tid, ok := ix.terms[q.term]
-		df := 0
-		if ok {
-			df = len(ix.postings[tid].slots)
-		}
-		tIDF := idf(n, df)
-		turnPerfect += q.w * tIDF * (k1 + 1)
 		if !ok {
-			if sessionBM25 {
-				groupPerfect += q.w * idf(ix.nGroups, 0) * (k1 + 1)
+			// A missing term counts in the perfect score with the highest idf, so a query
+			// whose rare terms are missing scores low everywhere.
+			perfect += q.w * bm25IDF(n, 0) * (k1 + 1)
+			if session {
+				gPerfect += q.w * bm25IDF(ng, 0) * (k1 + 1)
 			}
 			continue
 		}
 		p := &ix.postings[tid]
-		s.touched = s.touched[:0]
-		add := func(slot int32, f float64) {
-			if s.ctf[slot] == 0 {
-				s.touched = append(s.touched, slot)
-			}
-			s.ctf[slot] += f
-		}
+		w := q.w * bm25IDF(n, len(p.slots))
+		perfect += w * (k1 + 1)
+		wk := w * (k1 + 1)
+		s.gseen = s.gseen[:0]
 		for i, slot := range p.slots {
 			tf := float64(p.tfs[i])
-			add(slot, tf)
-			if w > 0 {
-				for _, nb := range ix.neighbours(slot) {
-					add(nb, w*tf)
-				}
-			}
-		}
-		for _, slot := range s.touched {
-			d := &ix.docs[slot]
-			clen := float64(d.length)
-			if w > 0 {
-				for _, nb := range ix.neighbours(slot) {
-					clen += w * float64(ix.docs[nb].length)
-				}
-			}
-			f := s.ctf[slot]
-			norm := k1 * (1 - b + b*clen/avgCLen)
 			if s.acc[slot] == 0 {
 				s.matched = append(s.matched, slot)
 			}
-			s.acc[slot] += q.w * tIDF * f * (k1 + 1) / (f + norm)
-			s.ctf[slot] = 0
+			s.acc[slot] += wk * tf / (tf + c0 + c1*float64(lens[slot]))
+			if g := grpOf[slot]; session && g >= 0 {
+				// The session as one document: the term's frequency over its turns.
+				if s.gtf[g] == 0 {
+					s.gseen = append(s.gseen, g)
+				}
+				s.gtf[g] += tf
+			}
 		}
-		if !sessionBM25 {
+		if !session {
 			continue
 		}
-		s.gtouch = s.gtouch[:0]
-		for i, slot := range p.slots {
-			g := ix.docs[slot].group
-			if !s.gmark[g] {
-				s.gmark[g] = true
-				s.gtouch = append(s.gtouch, g)
-			}
-			s.gtf[g] += float64(p.tfs[i])
-		}
-		gIDF := idf(ix.nGroups, len(s.gtouch))
-		groupPerfect += q.w * gIDF * (k1 + 1)
-		for _, g := range s.gtouch {
-			f := s.gtf[g]
-			norm := k1 * (1 - b + b*float64(ix.grps[g].length)/avgGLen)
-			s.gacc[g] += q.w * gIDF * f * (k1 + 1) / (f + norm)
+		gw := q.w * bm25IDF(ng, len(s.gseen)) // idf over sessions
+		gPerfect += gw * (k1 + 1)
+		gwk := gw * (k1 + 1)
+		for _, g := range s.gseen {
+			tf := s.gtf[g]
+			s.gacc[g] += gwk * tf / (tf + c0 + g1*float64(ix.grps[g].length))
 			s.gtf[g] = 0
-			s.gmark[g] = false
 		}
 	}
-	return turnPerfect, groupPerfect
-}
+	if len(s.matched) == 0 {
+		return nil
+	}
 
-// neighbours returns the slots whose terms enter slot's context field.
-func (ix *Index) neighbours(slot int32) []int32 {
-	d := &ix.docs[slot]
-	var out [2]int32
-	n := 0
-	if ix.cfg.NeighbourPair {
-		if d.user {
-			if d.next >= 0 && !ix.docs[d.next].user {
-				out[n] = d.next
-				n++
-			}
-		} else if d.prev >= 0 && ix.docs[d.prev].user {
-			out[n] = d.prev
-			n++
-		}
-		return out[:n]
-	}
-	if d.prev >= 0 {
-		out[n] = d.prev
-		n++
-	}
-	if d.next >= 0 {
-		out[n] = d.next
-		n++
-	}
-	return out[:n]
-}
-
-// fuse returns the relevance of each matched slot, in s.matched order: the normalised turn
-// score blended with its group's.
-func (ix *Index) fuse(s *scratch, turnPerfect, groupPerfect float64) []float64 {
-	cfg := &ix.cfg
-	rel := make([]float64, len(s.matched))
-	lambda := max(cfg.Session, 0)
-	if lambda > 0 && cfg.SessionMax {
-		for _, slot := range s.matched {
-			g := ix.docs[slot].group
-			s.gacc[g] = max(s.gacc[g], s.acc[slot]/turnPerfect)
-		}
-		groupPerfect = 1
-	}
-	if cfg.Assistant != 1 {
-		for _, slot := range s.matched {
-			if ix.docs[slot].assistant {
-				s.acc[slot] *= cfg.Assistant
-			}
-		}
-	}
-	for i, slot := range s.matched {
-		r := s.acc[slot] / turnPerfect
-		if lambda > 0 && groupPerfect > 0 {
-			r = (r + lambda*s.gacc[ix.docs[slot].group]/groupPerfect) / (1 + lambda)
-		}
-		rel[i] = min(r, 1)
-	}
-	// Reset the accumulators for the next scoring pass.
+	rs := s.ranked[:0]
+	lambda := cfg.Session
 	for _, slot := range s.matched {
-		s.acc[slot] = 0
+		kw := min(float64(ix.docs[slot].weight)*s.acc[slot]/perfect, 1)
+		if g := grpOf[slot]; session && g >= 0 {
+			kw = (kw + lambda*min(s.gacc[g]/gPerfect, 1)) / (1 + lambda)
+		}
+		rs = append(rs, ranked{slot: slot, kw: kw, rel: kw})
 	}
-	clear(s.gacc)
-	return rel
+	s.ranked = rs
+	rs = ix.top(s, rs, k)
+	hits := make([]Hit, len(rs))
+	for i, r := range rs {
+		hits[i] = Hit{ID: ix.docs[r.slot].id, Keyword: r.kw, Relevance: r.rel}
+	}
+	return hits
 }
 
-// expand returns qt mixed with expansion terms from the best documents (RM3).
-func (ix *Index) expand(s *scratch, qt []qterm, rel []float64) []qterm {
-	cfg := &ix.cfg
-	idx := make([]int, len(s.matched))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortFunc(idx, func(a, b int) int {
-		if c := cmp.Compare(rel[b], rel[a]); c != 0 {
-			return c
-		}
-		return strings.Compare(ix.docs[s.matched[a]].id, ix.docs[s.matched[b]].id)
-	})
-	if len(idx) > cfg.PRFDocs {
-		idx = idx[:cfg.PRFDocs]
-	}
-	weights := map[int32]float64{}
-	total := 0.0
-	for _, i := range idx {
-		d := &ix.docs[s.matched[i]]
-		if d.length == 0 {
-			continue
-		}
-		for _, tf := range d.terms {
-			v := rel[i] * float64(tf.tf) / float64(d.length)
-			weights[tf.term] += v
-			total += v
-		}
-	}
+// selectTerms returns the m terms of qt with the highest weight times idf, in query order,
+// adding the perfect scores of the others to perfect and gPerfect: a long query (a whole
+// dialogue) is scored by its most telling terms, at a cost bounded by m postings lists.
+func (ix *Index) selectTerms(qt []qterm, m int, perfect, gPerfect *float64, session bool) []qterm {
+	k1 := ix.cfg.K1
 	type cand struct {
-		term int32
-		w    float64
+		i  int
+		wi float64
 	}
-	cands := make([]cand, 0, len(weights))
-	for t, w := range weights {
-		cands = append(cands, cand{t, w / total})
-	}
-	slices.SortFunc(cands, func(a, b cand) int {
-		if c := cmp.Compare(b.w, a.w); c != 0 {
-			return c
+	cands := make([]cand, len(qt))
+	for i, q := range qt {
+		df := 0
+		if tid, ok := ix.terms[q.term]; ok {
+			df = len(ix.postings[tid].slots)
 		}
-		return strings.Compare(ix.postings[a.term].term, ix.postings[b.term].term)
-	})
-	if len(cands) > cfg.PRFTerms {
-		cands = cands[:cfg.PRFTerms]
+		cands[i] = cand{i, q.w * bm25IDF(ix.live, df)}
 	}
-	sumQ, sumE := 0.0, 0.0
-	for _, q := range qt {
-		sumQ += q.w
+	slices.SortStableFunc(cands, func(a, b cand) int { return cmp.Compare(b.wi, a.wi) })
+	keep := make([]bool, len(qt))
+	for _, c := range cands[:m] {
+		keep[c.i] = true
 	}
-	for _, c := range cands {
-		sumE += c.w
-	}
-	out := make([]qterm, 0, len(qt)+len(cands))
-	pos := map[string]int{}
-	a := cfg.PRFWeight
-	for _, q := range qt {
-		pos[q.term] = len(out)
-		out = append(out, qterm{q.term, (1 - a) * q.w / sumQ})
-	}
-	for _, c := range cands {
-		t := ix.postings[c.term].term
-		if i, ok := pos[t]; ok {
-			out[i].w += a * c.w / sumE
-			continue
+	for _, c := range cands[m:] {
+		*perfect += c.wi * (k1 + 1)
+		if session {
+			*gPerfect += c.wi * (k1 + 1) // an approximation: the idf over documents
 		}
-		out = append(out, qterm{t, a * c.w / sumE})
+	}
+	out := make([]qterm, 0, m)
+	for i, q := range qt {
+		if keep[i] {
+			out = append(out, q)
+		}
 	}
 	return out
+}
+
+// ranked is a matched document with its keyword score and its relevance.
+type ranked struct {
+	slot    int32
+	kw, rel float64
+}
+
+// top returns the k best of rs (all if k <= 0) by relevance, best first, ties broken by id.
+// A document's relevance is its keyword score times γ^n, n the documents of its group with a
+// better keyword score (ties by id); as relevance never exceeds the keyword score, the
+// documents are visited in keyword order only until no later one can enter the top k.
+func (ix *Index) top(s *scratch, rs []ranked, k int) []ranked {
+	gamma := ix.cfg.Diversity
+	if ix.numGroups() == 0 {
+		gamma = 1
+	}
+	byKW := func(a, b ranked) bool {
+		if a.kw != b.kw {
+			return a.kw > b.kw
+		}
+		return ix.docs[a.slot].id < ix.docs[b.slot].id
+	}
+	byRel := func(a, b ranked) bool {
+		if a.rel != b.rel {
+			return a.rel > b.rel
+		}
+		return ix.docs[a.slot].id < ix.docs[b.slot].id
+	}
+	sortBy := func(rs []ranked, better func(a, b ranked) bool) {
+		slices.SortFunc(rs, func(a, b ranked) int {
+			switch {
+			case better(a, b):
+				return -1
+			case better(b, a):
+				return 1
+			}
+			return 0
+		})
+	}
+	if gamma < 1 {
+		s.gcount = fit(s.gcount, len(ix.grps))
+	}
+	penalise := func(r *ranked) {
+		if g := ix.grpOf[r.slot]; gamma < 1 && g >= 0 {
+			r.rel = r.kw * math.Pow(gamma, float64(s.gcount[g]))
+			s.gcount[g]++
+		}
+	}
+	if k <= 0 || k >= len(rs) {
+		sortBy(rs, byKW)
+		for i := range rs {
+			penalise(&rs[i])
+		}
+		if gamma < 1 {
+			sortBy(rs, byRel)
+		}
+		return rs
+	}
+	// Visit in keyword order through a max-heap; keep the k best by relevance in a min-heap.
+	byKWHeap := heap[ranked]{items: rs, before: byKW}
+	byKWHeap.init()
+	best := heap[ranked]{items: make([]ranked, 0, k), before: func(a, b ranked) bool { return byRel(b, a) }}
+	for len(byKWHeap.items) > 0 {
+		next := byKWHeap.items[0]
+		if len(best.items) == k {
+			worst := best.items[0]
+			// Relevance never exceeds the keyword score: no later document can beat worst.
+			if !byRel(ranked{slot: next.slot, rel: next.kw}, worst) {
+				break
+			}
+		}
+		r := byKWHeap.pop()
+		penalise(&r)
+		if len(best.items) < k {
+			best.push(r)
+		} else if byRel(r, best.items[0]) {
+			best.items[0] = r
+			best.down(0)
+		}
+	}
+	out := best.items
+	sortBy(out, byRel)
+	return out
+}
+
+// heap is a binary heap whose root is the item that comes before all others.
+type heap[T any] struct {
+	items  []T
+	before func(a, b T) bool
+}
+
+func (h *heap[T]) init() {
+	for i := len(h.items)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h *heap[T]) push(x T) {
+	h.items = append(h.items, x)
+	for i := len(h.items) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !h.before(h.items[i], h.items[parent]) {
+			break
+		}
+		h.items[i], h.items[parent] = h.items[parent], h.items[i]
+		i = parent
+	}
+}
+
+func (h *heap[T]) pop() T {
+	x := h.items[0]
+	last := len(h.items) - 1
+	h.items[0] = h.items[last]
+	h.items = h.items[:last]
+	if last > 0 {
+		h.down(0)
+	}
+	return x
+}
+
+func (h *heap[T]) down(i int) {
+	n := len(h.items)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		c := l
+		if r := l + 1; r < n && h.before(h.items[r], h.items[l]) {
+			c = r
+		}
+		if !h.before(h.items[c], h.items[i]) {
+			return
+		}
+		h.items[i], h.items[c] = h.items[c], h.items[i]
+		i = c
+	}
 }

@@ -158,17 +158,11 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 				subject = events.PartitionedSubject(h.Partition, h.Tenant, h.Session)
 			}
 			err := reader.Scan(ctx, subject, as.scanned+1, h.LastSeq, func(m *jetstream.RawStreamMsg) error {
-				id := m.Header.Get("ce-id")
-				if m.Header.Get("ce-type") != events.TypeTurn || !as.state.Seen(id) {
-					return nil
-				}
-				if _, dup := u.archive[id]; dup {
-					return nil // a late copy of an applied turn
-				}
 				t, err := decodeTurn(m)
-				if err != nil {
-					return nil
+				if err != nil || !as.state.AppliedAt(t.id, m.Sequence) {
+					return nil // not a turn, rejected by ingest, or a late copy
 				}
+				id := t.id
 				e := memory.Entry{ID: id, Type: memory.TypeForRole(t.role), Role: t.role, Content: t.content,
 					Timestamp: t.at, Seq: m.Sequence, Metadata: withRole(t.metadata, t.role)}
 				e.Metadata = withSession(e.Metadata, h.Session)

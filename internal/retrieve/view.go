@@ -29,6 +29,7 @@ type view struct {
 }
 
 type turnText struct {
+	id       string
 	content  string
 	metadata map[string]any
 	role     string
@@ -164,6 +165,9 @@ func decodeTurn(m *jetstream.RawStreamMsg) (turnText, error) {
 	if err != nil {
 		return turnText{}, err
 	}
+	if ev.Type() != events.TypeTurn {
+		return turnText{}, fmt.Errorf("not a turn: %s", ev.Type())
+	}
 	turn, err := events.DecodeData[events.Turn](ev)
 	if err != nil {
 		return turnText{}, err
@@ -177,7 +181,7 @@ func decodeTurn(m *jetstream.RawStreamMsg) (turnText, error) {
 	if at.IsZero() {
 		at = m.Time
 	}
-	return turnText{content: turn.Content, metadata: md, role: turn.Role, at: at.UTC()}, nil
+	return turnText{id: ev.ID(), content: turn.Content, metadata: md, role: turn.Role, at: at.UTC()}, nil
 }
 
 func clone(m map[string]any) map[string]any {

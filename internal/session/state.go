@@ -121,7 +121,7 @@ type State struct {
 	Short  *memory.ShortTerm
 
 	rev     uint64
-	seen    map[string]struct{}
+	seen    map[string]uint64 // id -> stream sequence of the message that was applied
 	covered map[string][]memory.Entry
 	ops     []Op
 }
@@ -132,7 +132,7 @@ func NewState(key Key, budget int) *State {
 		Key:     key,
 		Header:  Header{V: 1, Tenant: key.Tenant, Session: key.Session, Budget: budget, Partition: -1},
 		Short:   memory.NewShortTerm(budget),
-		seen:    map[string]struct{}{},
+		seen:    map[string]uint64{},
 		covered: map[string][]memory.Entry{},
 	}
 }
@@ -144,6 +144,13 @@ func (s *State) Revision() uint64 { return s.rev }
 func (s *State) Seen(id string) bool {
 	_, ok := s.seen[id]
 	return ok
+}
+
+// AppliedAt reports whether the message at stream sequence seq is the one applied under id (a
+// late copy, or a rejected message that reused the id, is not).
+func (s *State) AppliedAt(id string, seq uint64) bool {
+	at, ok := s.seen[id]
+	return ok && (at == seq || at == 0)
 }
 
 // Uncommitted reports how many operations wait for Store.Commit.
@@ -223,9 +230,10 @@ func (s *State) ApplySummary(sum memory.Entry) {
 	s.record(Op{Kind: OpSummary, ID: sum.ID, Entry: stripped(sum)})
 }
 
-// End records that the session ended (by the agent or after the idle time).
-func (s *State) End(id string, at time.Time) {
-	s.record(Op{Kind: OpEnd, ID: id, Time: at})
+// End records that the session ended (by the agent or after the idle time) with the message at
+// stream sequence seq.
+func (s *State) End(id string, seq uint64, at time.Time) {
+	s.record(Op{Kind: OpEnd, ID: id, Seq: seq, Time: at})
 }
 
 // SetAbove records whether the session sits at or above its pressure threshold.
@@ -266,7 +274,7 @@ func (s *State) apply(op Op) []memory.Entry {
 		}
 		e := *op.Entry
 		evicted = append(evicted, s.Short.Store(e)...)
-		s.seen[e.ID] = struct{}{}
+		s.seen[e.ID] = op.Seq
 		h.Turns++
 		h.Ended = false
 		if h.FirstTurnAt.IsZero() || e.Timestamp.Before(h.FirstTurnAt) {
@@ -321,7 +329,7 @@ func (s *State) apply(op Op) []memory.Entry {
 		h.Summaries++
 		s.syncCounters()
 	case OpEnd:
-		s.seen[op.ID] = struct{}{}
+		s.seen[op.ID] = op.Seq
 		h.Ended = true
 		h.EndedAt = op.Time
 	}

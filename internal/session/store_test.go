@@ -71,7 +71,7 @@ func TestCommitLoadRoundTrip(t *testing.T) {
 	}
 	s.ApplySummary(memory.Entry{ID: "sum1", Type: memory.Summary, Content: "alice likes Go", Tokens: 3})
 	s.Reject(7, "bad", "content is empty")
-	s.End("end-1", time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC))
+	s.End("end-1", 8, time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC))
 	s.Advance(9, time.Now())
 	writes, err := store.Commit(ctx, s)
 	if err != nil {

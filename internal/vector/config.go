@@ -34,8 +34,9 @@ type Config struct {
 	// EfSearch is the size of the candidate list while searching the graph, raised to k when
 	// k is larger. Larger gives better recall, more slowly. Default 64.
 	EfSearch int
-	// Seed seeds the choice of graph layers, so that the same sequence of calls builds the
-	// same graph.
+	// Seed seeds the choice of graph layers. The same sequence of calls builds the same graph,
+	// except that a graph rebuilt from thousands of vectors at once is built on all cores and
+	// differs in detail (not in quality) from run to run.
 	Seed int64
 }
 

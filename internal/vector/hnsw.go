@@ -3,13 +3,17 @@ package vector
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 )
 
 // This file is the approximate index: a Hierarchical Navigable Small World graph (Malkov and
-// Yashunin, arXiv:1603.09320), following hnswlib's choices: the neighbour-selection
-// heuristic (algorithm 4 of the paper) without keeping pruned connections, up to 2*M
-// neighbours on the bottom layer and M above it, layer drawn as floor(-ln(U)/ln(M)).
+// Yashunin, arXiv:1603.09320), following hnswlib's choices (up to 2*M neighbours on the
+// bottom layer and M above it, layers drawn as floor(-ln(U)/ln(M))) except that the
+// neighbour-selection heuristic (algorithm 4 of the paper) keeps pruned connections to fill
+// the lists.
 //
 // Nodes are the index's slots; the vectors stay in the index's contiguous array and the graph
 // holds only links. Deleted nodes stay in the graph as tombstones: searches walk through them
@@ -222,9 +226,10 @@ func (g *graph) search(sp space, q []float32, ef int, dead []bool, s *scratch) [
 }
 
 // selectNeighbours is the paper's heuristic (algorithm 4): from candidates sorted best first
-// by similarity to a base vector, keep a candidate only if it is more similar to the base than
-// to every candidate already kept, up to m. This spreads links across directions instead of
-// spending them all on one dense cluster, which is what keeps clustered data navigable.
+// by similarity to a base vector, keep a candidate if it is more similar to the base than to
+// every candidate already kept, up to m, then fill any room left with the best of the rest.
+// This spreads links across directions instead of spending them all on one dense cluster,
+// which is what keeps clustered data navigable.
 func selectNeighbours(sp space, cands []scored, m int, out []scored) []scored {
 	out = out[:0]
 	if len(cands) <= m {
@@ -246,6 +251,19 @@ func selectNeighbours(sp space, cands []scored, m int, out []scored) []scored {
 			out = append(out, c)
 		}
 	}
+	// Fill the room the heuristic left with the best candidates it passed over (the paper's
+	// keepPrunedConnections): fewer nodes lose their last incoming link, and recall gains a
+	// little (0.946 to 0.952 at EfSearch 64 on the low-rank test data) for no memory.
+	if len(out) < m {
+		for _, c := range cands {
+			if len(out) >= m {
+				break
+			}
+			if !slices.ContainsFunc(out, func(o scored) bool { return o.node == c.node }) {
+				out = append(out, c)
+			}
+		}
+	}
 	return out
 }
 
@@ -254,6 +272,11 @@ type linkUpdate struct {
 	node  int32
 	layer int
 	links []int32
+	// base is the neighbour list the plan started from, for a node already in the graph: if
+	// the list has changed by the time the update is applied (a concurrent build applied
+	// another insert first), the new node is merged into the current list instead.
+	base []int32
+	sim  float32 // similarity of node and the inserted node, when base is set
 }
 
 // planner is the writer's working memory for inserts, reused across them.
@@ -275,10 +298,10 @@ func (p *planner) links(sel []scored) []int32 {
 	return p.arena[start:len(p.arena):len(p.arena)]
 }
 
-// appendLink copies cur and then x into the arena and returns the copy.
-func (p *planner) appendLink(cur []int32, x int32) []int32 {
+// appendLinks copies cur and then extra into the arena and returns the copy.
+func (p *planner) appendLinks(cur []int32, extra ...int32) []int32 {
 	start := len(p.arena)
-	p.arena = append(append(p.arena, cur...), x)
+	p.arena = append(append(p.arena, cur...), extra...)
 	return p.arena[start:len(p.arena):len(p.arena)]
 }
 
@@ -302,48 +325,112 @@ func (g *graph) plan(sp space, x int32, level int, p *planner) {
 		found := g.searchLayer(sp, q, ep, epSim, g.efc, layer, nil, &p.s)
 		ep, epSim = found[0].node, found[0].sim
 		p.sel = selectNeighbours(sp, found, g.m, p.sel)
-		p.ups = append(p.ups, linkUpdate{x, layer, p.links(p.sel)})
+		p.ups = append(p.ups, linkUpdate{node: x, layer: layer, links: p.links(p.sel)})
 
-		maxLinks := g.maxLinks(layer)
 		for _, e := range p.sel {
 			cur := g.neighbours(e.node, layer)
-			if len(cur) < maxLinks {
-				p.ups = append(p.ups, linkUpdate{e.node, layer, p.appendLink(cur, x)})
-				continue
-			}
-			// e is full: choose its neighbours afresh from its current ones and x.
-			ev := sp.vec(e.node)
-			p.pruneC = append(p.pruneC[:0], scored{e.sim, x})
-			for _, nb := range cur {
-				p.pruneC = append(p.pruneC, scored{dot(ev, sp.vec(nb)), nb})
-			}
-			slices.SortFunc(p.pruneC, func(a, b scored) int { return cmpSim(b.sim, a.sim) })
-			p.pruneS = selectNeighbours(sp, p.pruneC, maxLinks, p.pruneS)
-			p.ups = append(p.ups, linkUpdate{e.node, layer, p.links(p.pruneS)})
+			p.ups = append(p.ups, linkUpdate{
+				node:  e.node,
+				layer: layer,
+				links: g.linkBack(sp, e.node, e.sim, layer, x, p),
+				base:  p.appendLinks(cur),
+				sim:   e.sim,
+			})
 		}
 	}
 }
 
-// apply writes the links planned for inserting node x, level layers high, and makes x the
-// entry point if it reaches above the current top. The caller holds the exclusive lock when
-// the graph is published.
-func (g *graph) apply(x int32, level int, ups []linkUpdate) {
-	for _, u := range ups {
+// linkBack returns, in p's arena, node e's neighbour list on a layer with x added: appended
+// while there is room, else chosen afresh by the heuristic from the current list and x.
+func (g *graph) linkBack(sp space, e int32, sim float32, layer int, x int32, p *planner) []int32 {
+	cur := g.neighbours(e, layer)
+	maxLinks := g.maxLinks(layer)
+	if len(cur) < maxLinks {
+		return p.appendLinks(cur, x)
+	}
+	ev := sp.vec(e)
+	p.pruneC = append(p.pruneC[:0], scored{sim, x})
+	for _, nb := range cur {
+		p.pruneC = append(p.pruneC, scored{dot(ev, sp.vec(nb)), nb})
+	}
+	slices.SortFunc(p.pruneC, func(a, b scored) int { return cmpSim(b.sim, a.sim) })
+	p.pruneS = selectNeighbours(sp, p.pruneC, maxLinks, p.pruneS)
+	return p.links(p.pruneS)
+}
+
+// apply writes the links p planned for inserting node x, level layers high, and makes x the
+// entry point if it reaches above the current top. A neighbour list that changed since the
+// plan gets x merged into it afresh. The caller holds the exclusive lock when the graph is
+// visible to anyone else.
+func (g *graph) apply(sp space, x int32, level int, p *planner) {
+	for _, u := range p.ups {
+		links := u.links
+		if u.base != nil && !slices.Equal(g.neighbours(u.node, u.layer), u.base) {
+			links = g.linkBack(sp, u.node, u.sim, u.layer, x, p)
+		}
 		blk := g.block(u.node, u.layer)
-		blk[0] = int32(len(u.links))
-		copy(blk[1:], u.links)
+		blk[0] = int32(len(links))
+		copy(blk[1:], links)
 	}
 	if g.entry < 0 || level > g.top {
 		g.entry, g.top = x, level
 	}
 }
 
-// insert adds and links a node in one step, for graphs nobody else can see yet.
-func (g *graph) insert(sp space, p *planner) {
-	level := g.randomLevel()
-	x := g.addNode(level)
-	g.plan(sp, x, level, p)
-	g.apply(x, level, p.ups)
+// parallelBuildMin is the number of nodes per goroutine below which a build is not worth
+// spreading across cores.
+const parallelBuildMin = 2000
+
+// build returns a graph over the n vectors of sp, inserted in slot order. With at least
+// parallelBuildMin nodes for each of two or more cores, inserts run on GOMAXPROCS goroutines,
+// each planning under a shared lock and applying under an exclusive one (apply merges into
+// any list another insert changed meanwhile). The layers still come from rng in slot order,
+// but which insert sees which is up to the scheduler, so only single-goroutine builds repeat
+// exactly. p is the planner of the first goroutine.
+func build(cfg Config, rng *rand.Rand, sp space, n int, p *planner) *graph {
+	g := newGraph(cfg, rng)
+	levels := make([]int, n)
+	for i := range levels {
+		levels[i] = g.randomLevel()
+		g.addNode(levels[i])
+	}
+	insert := func(x int, p *planner) {
+		g.plan(sp, int32(x), levels[x], p)
+		g.apply(sp, int32(x), levels[x], p)
+	}
+	workers := min(runtime.GOMAXPROCS(0), n/parallelBuildMin)
+	if workers < 2 {
+		for x := range n {
+			insert(x, p)
+		}
+		return g
+	}
+
+	insert(0, p) // the entry point, so that every plan has somewhere to start
+	var (
+		mu   sync.RWMutex
+		next atomic.Int64
+		wg   sync.WaitGroup
+	)
+	next.Store(1)
+	for w := range workers {
+		wp := p
+		if w > 0 {
+			wp = new(planner)
+		}
+		wg.Go(func() {
+			for x := int(next.Add(1) - 1); x < n; x = int(next.Add(1) - 1) {
+				mu.RLock()
+				g.plan(sp, int32(x), levels[x], wp)
+				mu.RUnlock()
+				mu.Lock()
+				g.apply(sp, int32(x), levels[x], wp)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return g
 }
 
 func cmpSim(a, b float32) int {

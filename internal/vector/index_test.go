@@ -377,12 +377,14 @@ func TestTransitions(t *testing.T) {
 
 // TestConcurrent races writers against searchers; run it under -race.
 func TestConcurrent(t *testing.T) {
-	const dim, n = 24, 600
+	const dim = 24
+	n := 3*parallelBuildMin + 200
 	r := newRand(7)
 	vecs := randomVecs(r, n, dim)
 	queries := randomVecs(r, 50, dim)
-	// ExactBelow 150 sends the index through the threshold, rebuilds and back.
-	ix := mustNew(t, Config{Dim: dim, ExactBelow: 150, M: 6, EfConstruction: 32})
+	// Each round crosses ExactBelow, building the graph on several goroutines while searches
+	// run, then removes enough for a compaction and to drop back below ExactBelow/2.
+	ix := mustNew(t, Config{Dim: dim, ExactBelow: 3 * parallelBuildMin, M: 6, EfConstruction: 32})
 
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
@@ -405,7 +407,7 @@ func TestConcurrent(t *testing.T) {
 	}
 	for s := range 4 {
 		wg.Go(func() {
-			for i := range 400 {
+			for i := range 2000 {
 				q := queries[(i+s)%len(queries)]
 				hits := ix.Search(q, 5)
 				if i%3 == 0 {

@@ -184,6 +184,9 @@ func (w *Worker) lock(key string) func() {
 	}
 }
 
+// errNotCommitted: ingest has not committed the session that asked for the compression yet.
+var errNotCommitted = errors.New("compress: session not committed by ingest yet")
+
 // errPreviousMissing: the previous summary this event names first does not exist yet.
 var errPreviousMissing = errors.New("compress: previous summary not available yet")
 
@@ -267,11 +270,16 @@ func (w *Worker) Compress(ctx context.Context, tenant string, p events.Pressure)
 			"first_seq": p.FirstSeq, "last_seq": p.LastSeq, "tokens_before": tokens(entries),
 		},
 	}
-	// A session forgotten while the compression ran keeps nothing of it.
-	if h, _, err := w.sessions.Header(ctx, session.Key{Tenant: tenant, Session: sess}); err != nil || h.User != p.User {
-		if err != nil && !errors.Is(err, session.ErrNotFound) {
-			return longterm.Summary{}, false, err
-		}
+	// A session forgotten while the compression ran keeps nothing of it. (Ingest publishes a
+	// pressure event before it commits the batch that named the range, so a session without a
+	// header yet is not forgotten: the event is retried.)
+	h, _, err := w.sessions.Header(ctx, session.Key{Tenant: tenant, Session: sess})
+	switch {
+	case errors.Is(err, session.ErrNotFound):
+		return longterm.Summary{}, false, fmt.Errorf("%w: %s/%s", errNotCommitted, tenant, sess)
+	case err != nil:
+		return longterm.Summary{}, false, err
+	case h.User != p.User:
 		w.log.Info().Str("tenant", tenant).Str("session", sess).Msg("session forgotten during compression; summary dropped")
 		return longterm.Summary{}, false, nil
 	}

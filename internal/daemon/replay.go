@@ -11,6 +11,7 @@ import (
 	"github.com/agentmem/agentmem/internal/extract"
 	"github.com/agentmem/agentmem/internal/ingest"
 	"github.com/agentmem/agentmem/internal/llm"
+	"github.com/agentmem/agentmem/pkg/events"
 )
 
 // NewReplayer builds the synchronous replay pipeline (ingest decisions, compression, extraction)
@@ -18,6 +19,9 @@ import (
 // ("" rebuilds into cfg's own buckets, for an empty system). It creates the target buckets, no
 // streams and no consumers.
 func NewReplayer(ctx context.Context, cfg Config, into string, js jetstream.JetStream, log zerolog.Logger) (*ingest.Replayer, error) {
+	if cfg.Topology.Prefix == "" {
+		cfg.Topology = events.DefaultTopology()
+	}
 	topo := cfg.Topology
 	if into != "" {
 		topo = ingest.ReplayTopology(cfg.Topology, into)

@@ -13,6 +13,8 @@ const (
 	DefaultAgentTurn = 0.5  // weight of a non-user turn's own score
 	DefaultSession   = 1.0  // weight of the session's score beside the turn's
 	DefaultDiversity = 0.75 // factor per turn of the same session ranked above
+
+	DefaultMaxQueryTerms = 64 // query terms scored, the most telling first
 )
 
 // Config holds the parameters of the ranking method (see the package comment for the
@@ -38,11 +40,13 @@ type Config struct {
 	// turn of its own session ranked above it, so that the first results span sessions.
 	// Default 0.75; 1 (or Off) disables.
 	Diversity float64
-	// MaxQueryTerms bounds the query terms scored: those with the highest weight times idf.
+	// MaxQueryTerms bounds the query terms scored to those with the highest weight × idf, so
+	// that a verbose query (a whole dialogue) costs at most that many postings lists; the
+	// others, the most common, still count in the perfect score. Default 64; Off: all.
 	MaxQueryTerms int
 }
 
-// Off, as the value of a Config weight, switches its component off.
+// Off is the value of a Config field that switches its component off.
 const Off = -1.0
 
 // ErrConfig is wrapped by the errors of [Config.Validate].
@@ -60,6 +64,9 @@ func (c Config) withDefaults() Config {
 	def(&c.AgentTurn, DefaultAgentTurn)
 	def(&c.Session, DefaultSession)
 	def(&c.Diversity, DefaultDiversity)
+	if c.MaxQueryTerms == 0 {
+		c.MaxQueryTerms = DefaultMaxQueryTerms
+	}
 	if c.AgentTurn == Off {
 		c.AgentTurn = 1
 	}
@@ -92,6 +99,8 @@ func (c Config) Validate() error {
 		return bad("Session", c.Session, ">= 0 or Off")
 	case !(c.Diversity > 0 && c.Diversity <= 1):
 		return bad("Diversity", c.Diversity, "in (0,1] or Off")
+	case c.MaxQueryTerms < 0 && c.MaxQueryTerms != int(Off):
+		return bad("MaxQueryTerms", float64(c.MaxQueryTerms), "> 0 or Off")
 	}
 	return nil
 }

@@ -1,2 +1,65 @@
-// Package rank ranks the documents of one user's memory for a query.
+// Package rank ranks the documents of one user's memory (archived conversation turns and
+// long-term entries) for a query, offline: no model, no network, no training step. The
+// retriever keeps one [Index] per user and source, adds turns as they are ingested, and fuses
+// each hit's Relevance with time decay and source weight.
+//
+// # Method
+//
+// Terms come from internal/search ([search.Terms]: folded, stop-worded, lightly stemmed
+// English words; Han, kana and Hangul as character unigrams and bigrams). For a query q with
+// distinct terms t, each repeated qtf(t) times, and a document d of session g:
+//
+//	w(t)      = (k3+1)·qtf / (k3+qtf)                                        query tf saturation
+//	bm25(t,x) = idf(t)·tf(t,x)·(k1+1) / (tf(t,x) + k1·(1 − b + b·|x|/avg|x|))
+//	idf(t)    = ln(1 + (N − df(t) + 0.5)/(df(t) + 0.5))
+//	turn(d)    = ρ(d) · Σ_t w(t)·bm25(t,d)        / Σ_t w(t)·idf(t)·(k1+1)
+//	session(g) =        Σ_t w(t)·bm25_S(t,g)      / Σ_t w(t)·idf_S(t)·(k1+1)
+//	keyword(d) = (turn(d) + λ·session(g)) / (1+λ)     (turn(d) for a document without a group)
+//	relevance(d) = keyword(d) · γ^n(d)
+//
+// bm25 counts over documents (N documents); bm25_S treats a session as one document, the
+// concatenation of its turns (N sessions, df over sessions, lengths against the average
+// session). ρ(d) is AgentTurn (0.5) for a turn whose role is neither "user" nor "" and 1
+// otherwise. n(d) is the number of documents of d's session with a higher keyword score (ties
+// by id). The denominators are the scores of a perfect match (every query term at
+// saturation), so keyword and relevance lie in [0,1] and are comparable across indexes; a
+// query term missing from the index counts in them with the highest idf. Defaults: k1 = 1.2,
+// b = 0.75, k3 = k1, ρ = 0.5, λ = 1, γ = 0.75; a query with more than 64 known terms is scored
+// by the 64 with the highest w(t)·idf(t) (the others, the most common, only count in the
+// denominator), which bounds the cost of a whole dialogue used as a query.
+//
+// Why each part (TestDevSets in eval_test.go measures them, alone and left out):
+//
+//   - Query tf saturation: long queries (a dialogue) favour their recurring terms without
+//     letting one dominate. MADial zh recall@10 0.658 → 0.680 (en 0.650 → 0.669).
+//   - The agent-turn weight: what a user's memory must recall is mostly what the user said;
+//     agent turns are long and match many query terms. LongMemEval T-R_any@10 0.878 → 0.898
+//     alone; without it the final method loses 0.07 of T-R_any@10.
+//   - Session evidence: a turn in a session about the query's topic beats an equal turn in an
+//     unrelated one. Alone it helps T-R_any (→ 0.908) but crowds the top with one session.
+//   - Session diversity: each further turn of a session ranked above costs a factor γ, so the
+//     top k spans sessions; alone it lifts S-R_all@10 to 0.918 but costs T-R_any. With
+//     session evidence the two are complementary: S-R_all@10 0.888 → 0.918, T-R_any@10
+//     0.878 → 0.939, and @5 0.745 → 0.888 and 0.806 → 0.888.
+//
+// Measured and left out, because they did not help or cost more than they gave: neighbour
+// context (a turn's field also holding its neighbours' terms, BM25F) and turn-pair
+// documents, both of which crowd the top with one session; RM3 pseudo-relevance feedback
+// (worse on both sets); word-pair phrases; and, as an offline vector part, LSA over the
+// user's own documents and character n-gram TF-IDF cosine, each fused with the keyword score
+// (within ±0.01 of BM25 alone, nothing on top of the final method). So Hit.HasVector is
+// false: with no model there is no vector part worth its memory.
+//
+// Doc.Pos, Doc.Time and Doc.Kind are kept for callers and later methods; the ranking does not
+// use them (time decay is the retriever's).
+//
+// # Cost
+//
+// Everything is kept up to date by Add and Remove: postings (term → documents, with term
+// frequency), each document's length and group, and each group's length; there is nothing to
+// rebuild. A search walks the postings of the query's terms once (documents and sessions
+// together), then selects the top k through a heap in keyword order, stopping as soon as no
+// later document can enter it. BenchmarkSearch10k: 10,000 turns, top 20, about 0.2 ms for a
+// question, 0.4 ms for a 1,000-character dialogue on one core; about 2.5 KB per chat turn
+// (see [Index.Bytes]).
 package rank

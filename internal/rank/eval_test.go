@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -66,93 +65,6 @@ func (plainBM25) rank(docs []Doc, query string) []string {
 	ids := make([]string, len(hits))
 	for i, h := range hits {
 		ids[i] = h.ID
-	}
-	return ids
-}
-
-// refBM25 is plain BM25 (k1 = 1.2, b = 0.75) with a simple tokenizer, ties in document
-// order: it reproduces the figures of baselines.md, which validates the metric code here.
-type refBM25 struct {
-	tokens func(string) []string
-	dedup  bool // count a repeated query term once
-}
-
-var (
-	wordRE  = regexp.MustCompile(`\w+`)
-	hanOrAl = regexp.MustCompile(`\p{Han}+|[a-zA-Z0-9]+`)
-)
-
-// refWords is lower-cased \w+ words, as baselines.md's LongMemEval figures.
-func refWords(s string) []string { return wordRE.FindAllString(strings.ToLower(s), -1) }
-
-// refWordsStop is refWords without internal/search's English stop words.
-func refWordsStop(s string) []string {
-	return slices.DeleteFunc(refWords(s), func(w string) bool { return len(search.Terms(w)) == 0 })
-}
-
-// refBigrams is the character bigrams of each Han run (a one-character run as itself) and
-// lower-cased alphanumeric words, as baselines.md's MADial zh figures.
-func refBigrams(s string) []string {
-	var out []string
-	for _, run := range hanOrAl.FindAllString(s, -1) {
-		r := []rune(run)
-		if r[0] < 0x80 {
-			out = append(out, strings.ToLower(run))
-			continue
-		}
-		if len(r) == 1 {
-			out = append(out, run)
-		}
-		for i := 0; i+1 < len(r); i++ {
-			out = append(out, string(r[i:i+2]))
-		}
-	}
-	return out
-}
-
-func (r refBM25) rank(docs []Doc, query string) []string {
-	const k1, b = 1.2, 0.75
-	toks := make([][]string, len(docs))
-	df := map[string]int{}
-	total := 0
-	for i, d := range docs {
-		toks[i] = r.tokens(d.Text)
-		total += len(toks[i])
-		seen := map[string]bool{}
-		for _, t := range toks[i] {
-			if !seen[t] {
-				seen[t] = true
-				df[t]++
-			}
-		}
-	}
-	q := r.tokens(query)
-	if r.dedup {
-		seen := map[string]bool{}
-		q = slices.DeleteFunc(q, func(t string) bool { dup := seen[t]; seen[t] = true; return dup })
-	}
-	n, avg := float64(len(docs)), float64(total)/float64(len(docs))
-	scores := make([]float64, len(docs))
-	for i := range docs {
-		tf := map[string]int{}
-		for _, t := range toks[i] {
-			tf[t]++
-		}
-		for _, t := range q {
-			if f := float64(tf[t]); f > 0 {
-				idf := math.Log(1 + (n-float64(df[t])+0.5)/(float64(df[t])+0.5))
-				scores[i] += idf * f * (k1 + 1) / (f + k1*(1-b+b*float64(len(toks[i]))/avg))
-			}
-		}
-	}
-	order := make([]int, len(docs))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool { return scores[order[a]] > scores[order[b]] })
-	ids := make([]string, 0, 50)
-	for _, i := range order[:min(50, len(order))] {
-		ids = append(ids, docs[i].ID)
 	}
 	return ids
 }
@@ -459,20 +371,69 @@ func evalMADial(set *madialSet, r ranker) []float64 {
 
 // ---- the measurement ----
 
-// devMethods are the methods compared: the baseline, each component alone, and the final
-// method.
+// bm25 is the Index with every component off but those set in c: the base of the "added
+// alone" rows.
+func bm25(c Config) Config {
+	def := func(v *float64) {
+		if *v == 0 {
+			*v = Off
+		}
+	}
+	def(&c.QueryK3)
+	def(&c.AgentTurn)
+	def(&c.Session)
+	def(&c.Diversity)
+	if c.MaxQueryTerms == 0 {
+		c.MaxQueryTerms = int(Off)
+	}
+	return c
+}
+
+// devMethods are the methods compared, by section: the baselines, each component added alone
+// to BM25, components measured and left out, the final method without each of its
+// components, and the final method with one parameter changed.
 func devMethods() []method {
+	k3 := bm25(Config{QueryK3: DefaultK1})
 	return []method{
-		{"baselines.md reproduction (simple tokens)", refBM25{tokens: refWords},
-			refBM25{tokens: refBigrams, dedup: true}, refBM25{tokens: refWordsStop, dedup: true}},
-		all("plain BM25 (internal/search)", plainBM25{}),
-		all("rank: BM25 only", cfgRanker(Config{QueryK3: Off, AgentTurn: Off, Session: Off, Diversity: Off})),
-		all("rank: final", cfgRanker(Config{})),
-		all("rank: final max16", cfgRanker(Config{MaxQueryTerms: 16})),
-		all("rank: final max24", cfgRanker(Config{MaxQueryTerms: 24})),
-		all("rank: final max32", cfgRanker(Config{MaxQueryTerms: 32})),
-		all("rank: final max48", cfgRanker(Config{MaxQueryTerms: 48})),
-		all("rank: final max64", cfgRanker(Config{MaxQueryTerms: 64})),
+		{name: "# baselines"},
+		{"baselines.md reproduction (simple tokens)", refRanker{tokens: refWords},
+			refRanker{tokens: refBigrams, queryTF: -1}, refRanker{tokens: refWordsStop, queryTF: -1}},
+		all("BM25 (internal/search, retriever today)", plainBM25{}),
+		all("BM25 (rank, all components off)", cfgRanker(bm25(Config{}))),
+
+		{name: "# each component added alone to BM25 (the ones left out [out]: to BM25 + k3)"},
+		all("+ query tf saturation k3=1.2", cfgRanker(k3)),
+		all("+ query term cap 64", cfgRanker(bm25(Config{MaxQueryTerms: DefaultMaxQueryTerms}))),
+		all("+ agent turns x0.5", cfgRanker(bm25(Config{AgentTurn: DefaultAgentTurn}))),
+		all("+ session evidence lambda=1", cfgRanker(bm25(Config{Session: DefaultSession}))),
+		all("+ session diversity gamma=0.75", cfgRanker(bm25(Config{Diversity: DefaultDiversity}))),
+		all("+ neighbour context BM25F w=0.25 [out]", refRanker{queryTF: 1.2, neighbour: 0.25}),
+		all("+ turn-pair documents [out]", refRanker{queryTF: 1.2, neighbour: 1, pair: true}),
+		all("+ RM3 10 docs/10 terms/0.5 [out]", refRanker{queryTF: 1.2, rm3: 10}),
+		all("+ word-pair phrases w=0.3 [out]", refRanker{queryTF: 1.2, phrase: 0.3}),
+		all("+ LSA k=100 user's docs, fused 0.3 [out]", vecRanker{k3, lsaCosine(100), 0.3}),
+		all("+ char n-gram TF-IDF, fused 0.5 [out]", vecRanker{k3, charCosine, 0.5}),
+
+		{name: "# final method, and without each component"},
+		all("final (defaults)", cfgRanker(Config{})),
+		all("final - query tf saturation", cfgRanker(Config{QueryK3: Off})),
+		all("final - agent turn weight", cfgRanker(Config{AgentTurn: Off})),
+		all("final - session evidence", cfgRanker(Config{Session: Off})),
+		all("final - session diversity", cfgRanker(Config{Diversity: Off})),
+		all("final - query term cap (all terms)", cfgRanker(Config{MaxQueryTerms: int(Off)})),
+		all("final + char n-gram TF-IDF 0.5 [out]", vecRanker{Config{}, charCosine, 0.5}),
+		all("final + LSA k=100 0.3 [out]", vecRanker{Config{}, lsaCosine(100), 0.3}),
+
+		{name: "# sensitivity: final with one parameter changed"},
+		all("k1=0.9 b=0.4", cfgRanker(Config{K1: 0.9, B: 0.4})),
+		all("k1=2.0", cfgRanker(Config{K1: 2})),
+		all("b=0.9", cfgRanker(Config{B: 0.9})),
+		all("agent turns x0.25", cfgRanker(Config{AgentTurn: 0.25})),
+		all("agent turns x0.75", cfgRanker(Config{AgentTurn: 0.75})),
+		all("session lambda=0.5", cfgRanker(Config{Session: 0.5})),
+		all("session lambda=2", cfgRanker(Config{Session: 2})),
+		all("diversity gamma=0.5", cfgRanker(Config{Diversity: 0.5})),
+		all("diversity gamma=0.9", cfgRanker(Config{Diversity: 0.9})),
 	}
 }
 
@@ -502,18 +463,24 @@ func TestDevSets(t *testing.T) {
 		methods = slices.DeleteFunc(methods, func(m method) bool { return !re.MatchString(m.name) })
 	}
 
-	madial := map[string][]string{}
-	var lme strings.Builder
+	var lme, mad strings.Builder
+	fmt.Fprintf(&lme, "LongMemEval-S dev, %d questions: S-R_all and T-R_any over the distinct turn ids (baselines.md units)\n", len(qs))
+	fmt.Fprintf(&lme, "%-44s %7s %7s %7s %7s | @10 S-R_all/T-R_any by question type (count)\n", "method", "S@5", "S@10", "T@5", "T@10")
+	fmt.Fprintf(&mad, "MADial-Bench, %d zh and %d en dialogues, the user's own memories as candidates: recall@k\n",
+		len(sets["zh"].queries), len(sets["en"].queries))
+	fmt.Fprintf(&mad, "%-44s   zh %s |   en %s\n", "method", fmtKs(), fmtKs())
 	for _, m := range methods {
-		for lang, r := range map[string]ranker{"zh": m.zh, "en": m.en} {
-			if r != nil {
-				madial[lang] = append(madial[lang], fmt.Sprintf("%-44s %s %s", m.name, lang, fmtFloats(evalMADial(sets[lang], r))))
-			}
+		if m.lme == nil && m.zh == nil && m.en == nil { // a section title
+			fmt.Fprintf(&lme, "%s\n", m.name)
+			fmt.Fprintf(&mad, "%s\n", m.name)
+			continue
+		}
+		if m.zh != nil && m.en != nil {
+			fmt.Fprintf(&mad, "%-44s %s | %s\n", m.name, fmtFloats(evalMADial(sets["zh"], m.zh)), fmtFloats(evalMADial(sets["en"], m.en)))
 		}
 		if m.lme == nil {
 			continue
 		}
-		start := time.Now()
 		byType, counts, _ := evalLME(qs, m.lme)
 		all := byType["all"]
 		types := make([]string, 0, len(byType))
@@ -527,12 +494,45 @@ func TestDevSets(t *testing.T) {
 		for _, ty := range types {
 			per = append(per, fmt.Sprintf("%s(%d) %.2f/%.2f", abbrev(ty), counts[ty], byType[ty][1], byType[ty][3]))
 		}
-		fmt.Fprintf(&lme, "%-44s %8.3f %8.3f %8.3f %8.3f | %s  [%s]\n", m.name, all[0], all[1], all[2], all[3],
-			strings.Join(per, " "), time.Since(start).Round(time.Millisecond))
+		fmt.Fprintf(&lme, "%-44s %7.3f %7.3f %7.3f %7.3f | %s\n", m.name, all[0], all[1], all[2], all[3], strings.Join(per, " "))
 	}
-	mad := strings.Join(madial["zh"], "\n") + "\n" + strings.Join(madial["en"], "\n")
-	t.Logf("\nLongMemEval-S dev, %d questions: S-R_all and T-R_any over the distinct turn ids (baselines.md units)\n%-44s %8s %8s %8s %8s | @10 S-R_all/T-R_any by type\n%s\nMADial-Bench, the user's own memories as candidates: recall@%v\n%s",
-		len(qs), "method", "S-all@5", "S-all@10", "T-any@5", "T-any@10", lme.String(), madialKs, mad)
+	t.Logf("\n%s\n%s\n%s", lme.String(), mad.String(), measureIndex(qs))
+}
+
+// measureIndex reports, for the final method over the LongMemEval haystacks (about 500 turns
+// each), the memory per document (Bytes, and the Go heap it takes) and the search latency.
+func measureIndex(qs []lmeQuestion) string {
+	var heap, est, docs int
+	var took []time.Duration
+	var m0, m1 runtime.MemStats
+	for _, q := range qs {
+		runtime.GC()
+		runtime.ReadMemStats(&m0)
+		ix := NewIndex(Config{})
+		ix.Add(q.docs...)
+		runtime.GC()
+		runtime.ReadMemStats(&m1)
+		heap += int(m1.HeapAlloc) - int(m0.HeapAlloc)
+		est += ix.Bytes()
+		docs += ix.Len()
+		for range 20 {
+			start := time.Now()
+			ix.Search(q.question, 10)
+			took = append(took, time.Since(start))
+		}
+		runtime.KeepAlive(ix)
+	}
+	slices.Sort(took)
+	return fmt.Sprintf("Final method on the LongMemEval haystacks (%d turns on average): Bytes() %d bytes/turn, Go heap %d bytes/turn; "+
+		"search p50 %v, p99 %v", docs/len(qs), est/docs, heap/docs, took[len(took)/2], took[len(took)*99/100])
+}
+
+func fmtKs() string {
+	s := make([]string, len(madialKs))
+	for i, k := range madialKs {
+		s[i] = fmt.Sprintf("%5s", fmt.Sprintf("@%d", k))
+	}
+	return strings.Join(s, " ")
 }
 
 func abbrev(qtype string) string {
@@ -556,7 +556,7 @@ func abbrev(qtype string) string {
 func fmtFloats(fs []float64) string {
 	s := make([]string, len(fs))
 	for i, f := range fs {
-		s[i] = fmt.Sprintf("%.3f", f)
+		s[i] = fmt.Sprintf("%5.3f", f)
 	}
 	return strings.Join(s, " ")
 }

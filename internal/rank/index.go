@@ -22,10 +22,10 @@ type Doc struct {
 }
 
 // Index ranks the documents of one user for a query; see the package comment for the method.
-// It is safe for concurrent use: searches share a read lock, Add and Remove take the write
-// lock for a time proportional to the documents' distinct terms (Remove: times the number of
-// documents holding each term). Everything it needs is kept up to date by Add and Remove:
-// there is nothing to rebuild.
+// It is safe for concurrent use: searches share a read lock; Add and Remove take the write
+// lock for a time proportional to the documents' distinct terms (the text is split into terms
+// before the lock). Everything it needs is kept up to date by Add and Remove: there is
+// nothing to rebuild.
 type Index struct {
 	cfg Config
 
@@ -83,6 +83,7 @@ const (
 	docBytes      = int(unsafe.Sizeof(doc{})) + 8 // and lens, grpOf
 	postingBytes  = int(unsafe.Sizeof(posting{}))
 	groupBytes    = int(unsafe.Sizeof(group{}))
+	pairBytes     = 18 // a posting entry (8, with a quarter of slack for growth) and a termPos (8)
 )
 
 // NewIndex returns an empty index that ranks with cfg, zero fields taking their defaults.
@@ -164,7 +165,7 @@ func (ix *Index) add(d *Doc, length int, tf map[string]int32) {
 		p.tfs = append(p.tfs, n)
 	}
 	slices.SortFunc(nd.terms, func(a, b termPos) int { return int(a.term - b.term) })
-	ix.bytes += len(id) + mapEntryBytes + docBytes + 16*len(nd.terms)
+	ix.bytes += len(id) + mapEntryBytes + docBytes + pairBytes*len(nd.terms)
 	if d.Group != "" {
 		g, ok := ix.groups[d.Group]
 		if !ok {
@@ -238,7 +239,7 @@ func (ix *Index) remove(slot int32) {
 	}
 	ix.live--
 	ix.totalLen -= int(d.length)
-	ix.bytes -= len(d.id) + mapEntryBytes + docBytes + 16*len(d.terms)
+	ix.bytes -= len(d.id) + mapEntryBytes + docBytes + pairBytes*len(d.terms)
 	delete(ix.slots, d.id)
 	*d = doc{}
 	ix.lens[slot], ix.grpOf[slot] = 0, -1
@@ -254,8 +255,8 @@ func (ix *Index) Len() int {
 
 // Bytes returns an estimate of the memory the index holds, for the retriever's memory cap:
 // ids, terms and group ids, the per-document, per-term and per-group records with their map
-// entries, and 16 bytes per (document, distinct term) pair (the posting entry and the
-// document's own list). It does not count slack capacity of slices.
+// entries, and 18 bytes per (document, distinct term) pair: its posting entry, with an
+// allowance for the slack of growing postings, and the document's own record of it.
 func (ix *Index) Bytes() int {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()

@@ -277,6 +277,9 @@ func TestIncrementalEqualsBatch(t *testing.T) {
 	}
 	for _, q := range []string{"cat garden", "my sister's hotel in Lisbon", "猫 花园", "编程语言 Go", "tomato"} {
 		a, b := inc.Search(q, 0), batch.Search(q, 0)
+		if len(a) == 0 {
+			t.Errorf("%q: no hits", q)
+		}
 		if !slices.Equal(a, b) {
 			t.Errorf("%q:\nincremental %v\nbatch       %v", q, a, b)
 		}
@@ -298,6 +301,28 @@ func TestSearchK(t *testing.T) {
 	for i := 1; i < len(all); i++ {
 		if all[i].Relevance == all[i-1].Relevance && all[i].ID < all[i-1].ID {
 			t.Errorf("tie not broken by id: %v", all)
+		}
+	}
+}
+
+func TestMaxQueryTerms(t *testing.T) {
+	docs := []Doc{{ID: "common", Text: "note"}, {ID: "rare", Text: "zebra"}, {ID: "rarer", Text: "okapi"}}
+	for i := range 20 {
+		docs = append(docs, Doc{ID: fmt.Sprintf("n%d", i), Text: "note"})
+	}
+	const query = "note zebra okapi"
+	for _, tt := range []struct {
+		max  int
+		want []string
+	}{
+		{2, []string{"rare", "rarer"}}, // the most common term is not scored
+		{int(Off), []string{"rare", "rarer", "common"}},
+	} {
+		ix := NewIndex(Config{MaxQueryTerms: tt.max})
+		ix.Add(docs...)
+		got := ids(ix.Search(query, 3))
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("MaxQueryTerms %d: got %v, want %v", tt.max, got, tt.want)
 		}
 	}
 }

@@ -78,9 +78,9 @@ func fit[T any](s []T, n int) []T {
 }
 
 // Search returns the k best documents for query (all of them when k <= 0), best first by
-// Relevance, ties broken by id; only documents with a Relevance above zero, that is those
-// containing at least one query term, are returned. A query without terms (empty,
-// punctuation or stop words only) finds nothing.
+// Relevance, ties broken by id. Only documents with a Relevance above zero are returned: those
+// containing at least one of the query's scored terms (all of them, or the MaxQueryTerms most
+// telling). A query without terms (empty, punctuation or stop words only) finds nothing.
 func (ix *Index) Search(query string, k int) []Hit {
 	qt := ix.cfg.queryTerms(query)
 	if len(qt) == 0 {
@@ -196,16 +196,19 @@ func (ix *Index) selectTerms(qt []qterm, m int, perfect, gPerfect *float64, sess
 		i  int
 		wi float64
 	}
-	cands := make([]cand, len(qt))
+	cands := make([]cand, 0, len(qt))
+	keep := make([]bool, len(qt))
 	for i, q := range qt {
-		df := 0
 		if tid, ok := ix.terms[q.term]; ok {
-			df = len(ix.postings[tid].slots)
+			cands = append(cands, cand{i, q.w * bm25IDF(ix.live, len(ix.postings[tid].slots))})
+		} else {
+			keep[i] = true // scored below as missing: it only adds to the perfect score
 		}
-		cands[i] = cand{i, q.w * bm25IDF(ix.live, df)}
+	}
+	if len(cands) <= m {
+		return qt
 	}
 	slices.SortStableFunc(cands, func(a, b cand) int { return cmp.Compare(b.wi, a.wi) })
-	keep := make([]bool, len(qt))
 	for _, c := range cands[:m] {
 		keep[c.i] = true
 	}
@@ -215,7 +218,7 @@ func (ix *Index) selectTerms(qt []qterm, m int, perfect, gPerfect *float64, sess
 			*gPerfect += c.wi * (k1 + 1) // an approximation: the idf over documents
 		}
 	}
-	out := make([]qterm, 0, m)
+	out := make([]qterm, 0, len(qt))
 	for i, q := range qt {
 		if keep[i] {
 			out = append(out, q)

@@ -59,6 +59,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			forgetCommand(out),
 			factsCommand(out),
 			usageCommand(out),
+			replayCommand(out),
 		},
 		Exec: func(context.Context, []string) error { return flag.ErrHelp },
 	}

@@ -81,7 +81,7 @@ func (m *member) partitions() []int {
 	return owned
 }
 
-func startMember(t *testing.T, bin, url, name string) *member {
+func startMember(t testing.TB, bin, url, name string) *member {
 	t.Helper()
 	out := &syncBuffer{}
 	cmd := exec.Command(bin, "--nats", url, "--member", name, "--member-ttl", "3s", "--idle-timeout", "-1s",

@@ -48,7 +48,7 @@ func buildTurns(tb testing.TB, tenant string, n, sessions int) []*nats.Msg {
 func publishAll(tb testing.TB, js jetstream.JetStream, msgs []*nats.Msg) {
 	tb.Helper()
 	for _, m := range msgs {
-		if _, err := js.PublishMsgAsync(m); err != nil {
+		if _, err := js.PublishMsgAsync(m, jetstream.WithStallWait(30*time.Second)); err != nil {
 			tb.Fatal(err)
 		}
 	}

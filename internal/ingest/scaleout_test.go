@@ -140,7 +140,7 @@ func TestThreeIngestProcessesOneKilledHalfWay(t *testing.T) {
 				events.Turn{Role: role, Content: fmt.Sprintf("turn %d of the scale-out test", i), User: "u" + sess})
 			m, _ := events.BinaryMsg("memory.turns.acme."+sess, ev)
 			m.Header.Set(events.HeaderMsgID, events.MsgID("acme", sess, id))
-			if _, err := js.PublishMsgAsync(m); err != nil {
+			if _, err := js.PublishMsgAsync(m, jetstream.WithStallWait(30*time.Second)); err != nil {
 				t.Fatal(err)
 			}
 			ids[sess] = append(ids[sess], id)

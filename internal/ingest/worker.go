@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -237,8 +238,10 @@ func (w *Worker) serve(ctx context.Context, feeds []*feed, handlers []func([]jet
 	return nil
 }
 
-// partition holds the sessions one partition goroutine owns, most recently used first.
+// partition holds the sessions one partition goroutine owns, most recently used first. The
+// sessions of one batch are processed concurrently, so its maps are guarded.
 type partition struct {
+	mu    sync.Mutex
 	n     int
 	max   int
 	items map[session.Key]*list.Element
@@ -246,9 +249,15 @@ type partition struct {
 	known map[session.Key]bool // sessions whose user index entry this process wrote
 }
 
-func (p *partition) indexed(k session.Key) bool { return p.known[k] }
+func (p *partition) indexed(k session.Key) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.known[k]
+}
 
 func (p *partition) markIndexed(k session.Key) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.known == nil || len(p.known) > 4*p.max {
 		p.known = map[session.Key]bool{}
 	}
@@ -260,6 +269,8 @@ func newPartition(n, max int) *partition {
 }
 
 func (p *partition) get(k session.Key) *session.State {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if el, ok := p.items[k]; ok {
 		p.order.MoveToFront(el)
 		return el.Value.(*session.State)
@@ -268,6 +279,8 @@ func (p *partition) get(k session.Key) *session.State {
 }
 
 func (p *partition) put(s *session.State) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if el, ok := p.items[s.Key]; ok {
 		el.Value = s
 		p.order.MoveToFront(el)
@@ -282,6 +295,8 @@ func (p *partition) put(s *session.State) {
 }
 
 func (p *partition) drop(k session.Key) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if el, ok := p.items[k]; ok {
 		p.order.Remove(el)
 		delete(p.items, k)
@@ -344,10 +359,21 @@ func (w *Worker) processBatch(part *partition, batch []jetstream.Msg) {
 		}
 		groups[k] = append(groups[k], &item{msg: m, meta: meta, addr: addr})
 	}
+	// Sessions are independent (their own KV keys and stream subjects): process them
+	// concurrently, each one's messages in order.
+	var g errgroup.Group
+	g.SetLimit(sessionConcurrency)
 	for _, k := range order {
-		w.processSession(part, k, groups[k])
+		g.Go(func() error {
+			w.processSession(part, k, groups[k])
+			return nil
+		})
 	}
+	_ = g.Wait()
 }
+
+// sessionConcurrency bounds the sessions of one batch processed at once.
+const sessionConcurrency = 8
 
 // deadLetterUnparsed dead-letters a message whose subject names no valid session.
 func (w *Worker) deadLetterUnparsed(m jetstream.Msg, meta *jetstream.MsgMetadata, reason string) {

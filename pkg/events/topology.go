@@ -44,6 +44,11 @@ type Topology struct {
 	DuplicateWindow time.Duration
 	// ArchiveMaxAge bounds how long turns stay in the archive (0 keeps them for ever).
 	ArchiveMaxAge time.Duration
+	// ArchiveMaxBytes bounds the archive's size; the oldest turns go first (0: no bound).
+	ArchiveMaxBytes int64
+	// EventsMaxAge bounds how long pressure, summary and fact events are kept (0 keeps them for
+	// ever; the memory they describe is in the buckets, the events are the change feed).
+	EventsMaxAge time.Duration
 	// DeadLetterMaxAge bounds how long dead letters are kept (0 keeps them for ever).
 	DeadLetterMaxAge time.Duration
 	// Storage is the storage of every stream and bucket (file).
@@ -54,6 +59,13 @@ type Topology struct {
 }
 
 var prefixRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+
+func maxBytes(n int64) int64 {
+	if n <= 0 {
+		return -1
+	}
+	return n
+}
 
 // DefaultTopology returns the topology memoryd uses unless told otherwise.
 func DefaultTopology() Topology {
@@ -77,7 +89,7 @@ func (t Topology) Validate() error {
 		return fmt.Errorf("topology: replicas %d must be within 1-5", t.Replicas)
 	case t.DuplicateWindow <= 0:
 		return fmt.Errorf("topology: duplicate window %s must be positive", t.DuplicateWindow)
-	case t.ArchiveMaxAge < 0 || t.DeadLetterMaxAge < 0:
+	case t.ArchiveMaxAge < 0 || t.DeadLetterMaxAge < 0 || t.EventsMaxAge < 0:
 		return errors.New("topology: max ages must not be negative")
 	}
 	return nil
@@ -170,6 +182,7 @@ func (t Topology) TurnsStreamConfig() jetstream.StreamConfig {
 		Retention:   jetstream.LimitsPolicy,
 		Discard:     jetstream.DiscardOld,
 		MaxAge:      t.ArchiveMaxAge,
+		MaxBytes:    maxBytes(t.ArchiveMaxBytes),
 		Storage:     t.Storage,
 		Replicas:    t.Replicas,
 		Duplicates:  t.DuplicateWindow,
@@ -194,7 +207,7 @@ func (t Topology) eventStream(name, desc, subjects string, maxAge time.Duration)
 // SummaryStreamConfig keeps agentmem.summary.v1 events, partitioned like the turns stream so that
 // the ingest process owning a session's turns applies its summaries too.
 func (t Topology) SummaryStreamConfig() jetstream.StreamConfig {
-	sc := t.eventStream(t.SummaryStream(), "agentmem.summary.v1 events, partitioned by tenant and session", SummarySubjects, 0)
+	sc := t.eventStream(t.SummaryStream(), "agentmem.summary.v1 events, partitioned by tenant and session", SummarySubjects, t.EventsMaxAge)
 	sc.SubjectTransform = &jetstream.SubjectTransformConfig{
 		Source:      "memory.summaries.*.*",
 		Destination: fmt.Sprintf("{{partition(%d,1,2)}}.memory.summaries.{{wildcard(1)}}.{{wildcard(2)}}", t.Partitions),
@@ -206,9 +219,9 @@ func (t Topology) SummaryStreamConfig() jetstream.StreamConfig {
 func (t Topology) StreamConfigs() []jetstream.StreamConfig {
 	return []jetstream.StreamConfig{
 		t.TurnsStreamConfig(),
-		t.eventStream(t.PressureStream(), "agentmem.pressure.v1 events", PressureSubjects, 0),
+		t.eventStream(t.PressureStream(), "agentmem.pressure.v1 events", PressureSubjects, t.EventsMaxAge),
 		t.SummaryStreamConfig(),
-		t.eventStream(t.FactStream(), "agentmem.fact.v1 events", FactSubjects, 0),
+		t.eventStream(t.FactStream(), "agentmem.fact.v1 events", FactSubjects, t.EventsMaxAge),
 		t.eventStream(t.DeadLetterStream(), "dead letters: bad input and exhausted deliveries", DeadLetterSubjects, t.DeadLetterMaxAge),
 	}
 }

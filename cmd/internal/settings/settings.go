@@ -67,10 +67,12 @@ type Topology struct {
 	ArchiveMaxAge    time.Duration
 	DuplicateWindow  time.Duration
 	DeadLetterMaxAge time.Duration
+	ArchiveMaxBytes  int64
+	EventsMaxAge     time.Duration
 }
 
 // BindTopology registers --prefix, --partitions, --replicas, --archive-max-age,
-// --duplicate-window and --dlq-max-age.
+// --archive-max-bytes, --events-max-age, --duplicate-window and --dlq-max-age.
 func BindTopology(fs *flag.FlagSet) *Topology {
 	d := events.DefaultTopology()
 	t := &Topology{}
@@ -80,6 +82,8 @@ func BindTopology(fs *flag.FlagSet) *Topology {
 	fs.DurationVar(&t.ArchiveMaxAge, "archive-max-age", 0, "how long turns stay in the archive (0: for ever)")
 	fs.DurationVar(&t.DuplicateWindow, "duplicate-window", d.DuplicateWindow, "Nats-Msg-Id deduplication window of the streams")
 	fs.DurationVar(&t.DeadLetterMaxAge, "dlq-max-age", 0, "how long dead letters are kept (0: for ever)")
+	fs.Int64Var(&t.ArchiveMaxBytes, "archive-max-bytes", 0, "largest archive in bytes, oldest turns dropped first (0: no bound)")
+	fs.DurationVar(&t.EventsMaxAge, "events-max-age", 0, "how long pressure, summary and fact events are kept (0: for ever)")
 	return t
 }
 
@@ -88,6 +92,7 @@ func (t *Topology) Events() events.Topology {
 	e := events.DefaultTopology()
 	e.Prefix, e.Partitions, e.Replicas = t.Prefix, t.Partitions, t.Replicas
 	e.ArchiveMaxAge, e.DuplicateWindow, e.DeadLetterMaxAge = t.ArchiveMaxAge, t.DuplicateWindow, t.DeadLetterMaxAge
+	e.ArchiveMaxBytes, e.EventsMaxAge = t.ArchiveMaxBytes, t.EventsMaxAge
 	return e
 }
 

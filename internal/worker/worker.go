@@ -14,6 +14,7 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -38,6 +39,9 @@ func Permanent(err error) error {
 	return fmt.Errorf("%w: %w", ErrPermanent, err)
 }
 
+// Subjected is what Place needs of a message: its subject.
+type Subjected interface{ Subject() string }
+
 // Handler processes one message. It never acknowledges.
 type Handler func(ctx context.Context, m jetstream.Msg) error
 
@@ -49,7 +53,7 @@ type Config struct {
 	Stream, Consumer string
 	// Concurrency bounds the messages handled at once (default 4).
 	Concurrency int
-	// MaxDeliver is the consumer's MaxDeliver: the delivery that is dead-lettered on failure.
+	// MaxDeliver is the delivery that is dead-lettered on failure (default: the consumer's).
 	MaxDeliver int
 	// Heartbeat is how often a running handler extends its message's AckWait (default a third of
 	// events.WorkerAckWait).
@@ -57,7 +61,7 @@ type Config struct {
 	// Timeout bounds one handler call (default 4 minutes).
 	Timeout time.Duration
 	// Place says where a message's dead letter goes (tenant and session; "" for memory.dlq._).
-	Place func(m jetstream.Msg) (tenant, session string)
+	Place func(m Subjected) (tenant, session string)
 	// Backoff is the redelivery delay after the n-th failed delivery (default Backoff).
 	Backoff func(n uint64) time.Duration
 	// Skip, when it reports true for a message, acknowledges it at once without a handler (for a
@@ -101,6 +105,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("binding consumer %q: %w", w.cfg.Consumer, err)
 	}
+	if w.cfg.MaxDeliver == 0 {
+		w.cfg.MaxDeliver = cons.CachedInfo().Config.MaxDeliver
+	}
 	sem := make(chan struct{}, w.cfg.Concurrency)
 	var wg sync.WaitGroup
 	cc, err := cons.Consume(func(m jetstream.Msg) {
@@ -121,6 +128,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("consuming %q: %w", w.cfg.Consumer, err)
 	}
+	adv, err := w.watchMaxDeliveries(ctx, cons)
+	if err != nil {
+		cc.Stop()
+		return err
+	}
+	defer func() { _ = adv.Unsubscribe() }()
 	w.log.Info().Str("consumer", w.cfg.Consumer).Msg("started")
 	<-ctx.Done()
 	cc.Drain()
@@ -199,6 +212,71 @@ func (w *Worker) deadLetter(m jetstream.Msg, meta *jetstream.MsgMetadata, reason
 	}
 	_ = m.TermWithReason(reason)
 }
+
+// watchMaxDeliveries dead-letters the messages JetStream gave up on without the worker seeing
+// their last delivery fail (the process died or timed out during it): the server's
+// MAX_DELIVERIES advisory names the stream sequence, the record is read back from the stream.
+// One process of the queue group handles each advisory; the record's Nats-Msg-Id is the same as
+// the worker's own, so a message is dead-lettered once.
+func (w *Worker) watchMaxDeliveries(ctx context.Context, cons jetstream.Consumer) (*nats.Subscription, error) {
+	subject := "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + w.cfg.Stream + "." + w.cfg.Consumer
+	// The advisory comes with the last delivery: give the worker handling it the time to fail it
+	// itself (its dead letter has the better reason and the same id, so this one is then dropped).
+	grace := cons.CachedInfo().Config.AckWait
+	return w.js.Conn().QueueSubscribe(subject, "agentmem-"+w.cfg.Consumer, func(m *nats.Msg) {
+		var adv struct {
+			StreamSeq  uint64 `json:"stream_seq"`
+			Deliveries uint64 `json:"deliveries"`
+		}
+		if err := json.Unmarshal(m.Data, &adv); err != nil || adv.StreamSeq == 0 {
+			return
+		}
+		go w.deadLetterExhausted(ctx, adv.StreamSeq, adv.Deliveries, grace)
+	})
+}
+
+func (w *Worker) deadLetterExhausted(ctx context.Context, seq, deliveries uint64, grace time.Duration) {
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return
+	case <-timer.C:
+	}
+	{
+		adv := struct{ StreamSeq, Deliveries uint64 }{seq, deliveries}
+		actx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		stream, err := w.js.Stream(actx, w.cfg.Stream)
+		if err != nil {
+			w.log.Warn().Err(err).Msg("max deliveries advisory")
+			return
+		}
+		raw, err := stream.GetMsg(actx, adv.StreamSeq)
+		if err != nil {
+			w.log.Warn().Err(err).Uint64("stream_seq", adv.StreamSeq).Msg("max deliveries advisory: message gone")
+			return
+		}
+		msg := &nats.Msg{Subject: raw.Subject, Header: raw.Header, Data: raw.Data}
+		var tenant, sess string
+		if w.cfg.Place != nil {
+			tenant, sess = w.cfg.Place(placed{msg})
+		}
+		err = w.dlq.Write(actx, deadletter.Record{
+			Msg: msg, Tenant: tenant, Session: sess, Stream: w.cfg.Stream, Seq: adv.StreamSeq, Consumer: w.cfg.Consumer,
+			Delivered: adv.Deliveries,
+			Reason:    fmt.Sprintf("JetStream stopped after %d deliveries without an acknowledgement (the worker died or timed out during the last one)", adv.Deliveries),
+		})
+		if err != nil {
+			w.log.Error().Err(err).Uint64("stream_seq", adv.StreamSeq).Msg("dead letter of an exhausted message not written")
+		}
+	}
+}
+
+// placed lets Place read a message read back from the stream.
+type placed struct{ m *nats.Msg }
+
+func (p placed) Subject() string { return p.m.Subject }
 
 // Backoff is the redelivery delay after the n-th failed delivery: 1s doubling to 5 minutes.
 func Backoff(n uint64) time.Duration {

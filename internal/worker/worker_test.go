@@ -1,0 +1,138 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/agentmem/agentmem/internal/broker/brokertest"
+	"github.com/agentmem/agentmem/internal/deadletter"
+	"github.com/agentmem/agentmem/internal/worker"
+	"github.com/agentmem/agentmem/pkg/events"
+)
+
+func setup(t *testing.T, maxDeliver int, ackWait time.Duration) (*brokertest.Env, jetstream.JetStream) {
+	t.Helper()
+	env := brokertest.Start(t)
+	ctx := context.Background()
+	topo := events.DefaultTopology()
+	if err := topo.Ensure(ctx, env.JS); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "WORK", Subjects: []string{"work.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.JS.CreateOrUpdateConsumer(ctx, "WORK", jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy,
+		MaxDeliver: maxDeliver, AckWait: ackWait}); err != nil {
+		t.Fatal(err)
+	}
+	return env, env.JS
+}
+
+func run(t *testing.T, env *brokertest.Env, cfg worker.Config, h worker.Handler) {
+	t.Helper()
+	js, _ := jetstream.New(env.Connect(t))
+	cfg.Stream, cfg.Consumer, cfg.Name = "WORK", "w", "test"
+	w := worker.New(cfg, js, deadletter.NewWriter(js, 0), h, zerolog.Nop())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func nextLetter(t *testing.T, env *brokertest.Env, timeout time.Duration) events.DeadLetter {
+	t.Helper()
+	var dl events.DeadLetter
+	brokertest.CheckFor(t, timeout, 20*time.Millisecond, func() error {
+		s, err := env.JS.Stream(context.Background(), "AGENTMEM_DLQ")
+		if err != nil {
+			return err
+		}
+		m, err := s.GetMsg(context.Background(), 1)
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(m.Data, &dl)
+	})
+	return dl
+}
+
+func TestPermanentErrorsAreDeadLetteredAtOnce(t *testing.T) {
+	env, js := setup(t, 5, 5*time.Second)
+	var calls atomic.Int64
+	run(t, env, worker.Config{}, func(context.Context, jetstream.Msg) error {
+		calls.Add(1)
+		return worker.Permanent(errors.New("the body names no session"))
+	})
+	if _, err := js.Publish(context.Background(), "work.a", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	dl := nextLetter(t, env, 10*time.Second)
+	if !strings.Contains(dl.Reason, "names no session") || dl.Delivered != 1 || calls.Load() != 1 {
+		t.Fatalf("dead letter %+v after %d calls", dl, calls.Load())
+	}
+}
+
+func TestLastFailedDeliveryIsDeadLettered(t *testing.T) {
+	env, js := setup(t, 3, 5*time.Second)
+	var calls atomic.Int64
+	run(t, env, worker.Config{Backoff: func(uint64) time.Duration { return 10 * time.Millisecond }}, func(context.Context, jetstream.Msg) error {
+		calls.Add(1)
+		return errors.New("the LLM is down")
+	})
+	if _, err := js.Publish(context.Background(), "work.a", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	dl := nextLetter(t, env, 10*time.Second)
+	if !strings.Contains(dl.Reason, "all 3 deliveries") || !strings.Contains(dl.Reason, "LLM is down") || calls.Load() != 3 {
+		t.Fatalf("dead letter %+v after %d calls", dl, calls.Load())
+	}
+}
+
+func TestPanicIsRetried(t *testing.T) {
+	env, js := setup(t, 5, 5*time.Second)
+	var calls atomic.Int64
+	done := make(chan struct{})
+	run(t, env, worker.Config{Backoff: func(uint64) time.Duration { return 10 * time.Millisecond }}, func(context.Context, jetstream.Msg) error {
+		if calls.Add(1) == 1 {
+			panic("boom")
+		}
+		close(done)
+		return nil
+	})
+	if _, err := js.Publish(context.Background(), "work.a", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the message was not retried after the panic")
+	}
+}
+
+// A worker that dies (here: hangs) during the last delivery never fails it; JetStream gives up
+// and says so in an advisory, which the worker group turns into a dead letter.
+func TestExhaustedWithoutAFailureIsDeadLetteredFromTheAdvisory(t *testing.T) {
+	env, js := setup(t, 2, 300*time.Millisecond)
+	release := make(chan struct{})
+	run(t, env, worker.Config{Heartbeat: time.Hour, Timeout: time.Hour, Concurrency: 2}, func(ctx context.Context, _ jetstream.Msg) error {
+		<-release
+		return fmt.Errorf("released")
+	})
+	t.Cleanup(func() { close(release) }) // runs before the worker's own cleanup waits for its handlers
+	if _, err := js.Publish(context.Background(), "work.a", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	dl := nextLetter(t, env, 15*time.Second)
+	if !strings.Contains(dl.Reason, "stopped after 2 deliveries") || dl.StreamSeq != 1 || dl.Consumer != "w" {
+		t.Fatalf("dead letter %+v", dl)
+	}
+}

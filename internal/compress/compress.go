@@ -139,7 +139,7 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 	w.run = worker.New(worker.Config{
 		Name: "compressor", Stream: topo.PressureStream(), Consumer: topo.CompressorConsumer(),
 		Concurrency: cfg.Concurrency, MaxDeliver: events.WorkerMaxDeliver, Timeout: cfg.Timeout, Backoff: cfg.Backoff,
-		Place: func(m jetstream.Msg) (string, string) {
+		Place: func(m worker.Subjected) (string, string) {
 			t, s, _ := parsePressureSubject(m.Subject())
 			return t, s
 		},

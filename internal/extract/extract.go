@@ -129,7 +129,7 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 		log:    log.With().Str("component", "extractor").Logger(),
 	}
 	dlq := deadletter.NewWriter(js, 0)
-	place := func(m jetstream.Msg) (string, string) {
+	place := func(m worker.Subjected) (string, string) {
 		parts := strings.Split(m.Subject(), ".")
 		if len(parts) == 5 {
 			return parts[3], parts[4]

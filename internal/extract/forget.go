@@ -2,7 +2,6 @@ package extract
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/agentmem/agentmem/internal/fact"
 	"github.com/agentmem/agentmem/internal/longterm"
+	"github.com/agentmem/agentmem/internal/reply"
 	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/pkg/events"
 )
@@ -186,7 +186,7 @@ func (w *Worker) startForget(ctx context.Context, nc *nats.Conn) (micro.Service,
 		return nil, fmt.Errorf("registering %s: %w", ServiceName, err)
 	}
 	err = svc.AddEndpoint("forget", micro.HandlerFunc(func(req micro.Request) {
-		go w.serveForget(ctx, req)
+		go w.serveForget(ctx, nc, reply.From(req))
 	}), micro.WithEndpointSubject("memory.forget.*"))
 	if err != nil {
 		_ = svc.Stop()
@@ -199,17 +199,16 @@ func (w *Worker) startForget(ctx context.Context, nc *nats.Conn) (micro.Service,
 	return svc, nil
 }
 
-func (w *Worker) serveForget(ctx context.Context, req micro.Request) {
+func (w *Worker) serveForget(ctx context.Context, nc *nats.Conn, req reply.Request) {
 	fail := func(code int, field, msg string) {
-		body, _ := json.Marshal(events.ErrorBody{Error: events.ErrorDetail{Code: code, Field: field, Message: msg}})
-		_ = req.Error(strconv.Itoa(code), msg, body)
+		_ = reply.Error(nc, req.Reply, code, field, msg)
 	}
-	tenant, err := events.ParseTenantSubject("memory.forget", req.Subject())
+	tenant, err := events.ParseTenantSubject("memory.forget", req.Subject)
 	if err != nil {
 		fail(400, "subject", err.Error())
 		return
 	}
-	fr, err := events.ParseForgetRequest(req.Data())
+	fr, err := events.ParseForgetRequest(req.Data)
 	if err != nil {
 		var fe *events.FieldError
 		if errors.As(err, &fe) {
@@ -222,14 +221,14 @@ func (w *Worker) serveForget(ctx context.Context, req micro.Request) {
 	fctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if fr.FactID != "" {
-		reply, err := w.forgetFact(fctx, tenant, fr)
+		res, err := w.forgetFact(fctx, tenant, fr)
 		switch {
 		case errors.Is(err, longterm.ErrNotFound):
 			fail(404, "fact_id", fmt.Sprintf("user %q has no fact %q", fr.User, fr.FactID))
 		case err != nil:
 			fail(500, "", "forgetting the fact: "+err.Error())
 		default:
-			_ = req.RespondJSON(reply)
+			_ = reply.JSON(nc, req.Reply, res)
 		}
 		return
 	}
@@ -238,7 +237,7 @@ func (w *Worker) serveForget(ctx context.Context, req micro.Request) {
 		fail(500, "", "forgetting: "+err.Error())
 		return
 	}
-	_ = req.RespondJSON(events.ForgetReply{Forgotten: counts})
+	_ = reply.JSON(nc, req.Reply, events.ForgetReply{Forgotten: counts})
 }
 
 // forgetFact deletes one fact (op "deleted") or corrects it (a new fact supersedes it).

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentmem/agentmem/internal/rank"
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
 )
@@ -109,3 +110,11 @@ func (c Config) decay(t memory.Type) memory.Decay {
 	}
 	return c.Decay
 }
+
+// The ranking of each source (internal/rank): the archive uses session evidence and diversity
+// (its documents are grouped by session); short-term and long-term entries are ranked alone.
+var (
+	shortRank   = rank.Config{}
+	longRank    = rank.Config{}
+	archiveRank = rank.Config{}
+)

@@ -2,40 +2,104 @@ package retrieve
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
 )
 
-// contextHeader starts every built context.
-const contextHeader = "Relevant memory (most relevant first):\n"
+// The context groups the entries it keeps, in this order, under headings in the language of
+// the query.
+var contextGroups = []struct {
+	key    string
+	en, zh string
+}{
+	{"facts", "Known facts about the user", "关于用户的已知事实"},
+	{"summaries", "Summaries of earlier conversation", "早前对话的摘要"},
+	{"past", "Relevant earlier turns", "相关的历史对话"},
+	{"recent", "Recent turns of this conversation", "本次对话的近期内容"},
+}
 
-// buildContext renders the ranked entries, best first, as text to put into a prompt, within
-// budget tokens (counted with counter). An entry that does not fit is skipped and smaller ones
-// after it may still fit. It returns "" and 0 when budget is 0 or nothing fits.
-func buildContext(entries []events.RetrievedEntry, budget int, counter memory.Counter) (string, int) {
+func groupOf(e events.RetrievedEntry) string {
+	switch {
+	case e.Type == string(memory.Fact):
+		return "facts"
+	case e.Type == string(memory.Summary):
+		return "summaries"
+	case e.Source == memory.SourceShort:
+		return "recent"
+	}
+	return "past"
+}
+
+// queryLanguage is "zh" when the query is mostly Chinese characters.
+func queryLanguage(q string) string {
+	han, letters := 0, 0
+	for _, r := range q {
+		switch {
+		case unicode.Is(unicode.Han, r):
+			han++
+			letters++
+		case unicode.IsLetter(r):
+			letters++
+		}
+	}
+	if letters > 0 && han*3 >= letters {
+		return "zh"
+	}
+	return "en"
+}
+
+// buildContext renders the top entries that fit in budget tokens (counted with counter) as text
+// to put into a prompt: taken best first (an entry that does not fit is skipped, smaller ones
+// after it may still fit, entries are never cut), then grouped (facts, summaries, relevant
+// earlier turns, recent turns of the session), each group in time order, each entry with its
+// date. It returns "" and 0 when budget is 0 or nothing fits.
+func buildContext(entries []events.RetrievedEntry, query string, budget int, counter memory.Counter) (string, int) {
 	if budget <= 0 || len(entries) == 0 {
 		return "", 0
 	}
-	var b strings.Builder
-	used := counter.Count(contextHeader)
-	if used > budget {
-		return "", 0
+	lang := queryLanguage(query)
+	heading := func(key string) string {
+		for _, g := range contextGroups {
+			if g.key == key {
+				if lang == "zh" {
+					return "## " + g.zh + "\n"
+				}
+				return "## " + g.en + "\n"
+			}
+		}
+		return ""
 	}
-	b.WriteString(contextHeader)
-	n := 0
+	kept := map[string][]events.RetrievedEntry{}
+	used := 0
 	for _, e := range entries {
-		line := contextLine(e)
-		cost := counter.Count(line)
+		g := groupOf(e)
+		cost := counter.Count(contextLine(e))
+		if len(kept[g]) == 0 {
+			cost += counter.Count(heading(g))
+		}
 		if used+cost > budget {
 			continue
 		}
-		b.WriteString(line)
+		kept[g] = append(kept[g], e)
 		used += cost
-		n++
 	}
-	if n == 0 {
+	var b strings.Builder
+	for _, g := range contextGroups {
+		es := kept[g.key]
+		if len(es) == 0 {
+			continue
+		}
+		slices.SortStableFunc(es, func(a, b events.RetrievedEntry) int { return a.Timestamp.Compare(b.Timestamp) })
+		b.WriteString(heading(g.key))
+		for _, e := range es {
+			b.WriteString(contextLine(e))
+		}
+	}
+	if b.Len() == 0 {
 		return "", 0
 	}
 	text := b.String()
@@ -43,16 +107,17 @@ func buildContext(entries []events.RetrievedEntry, budget int, counter memory.Co
 }
 
 func contextLine(e events.RetrievedEntry) string {
-	label := strings.ToLower(e.Type)
-	switch memory.Type(e.Type) {
-	case memory.Conversation, memory.ToolResult:
-		if role, ok := e.Metadata["role"].(string); ok && role != "" {
-			label = role
-		}
-		if tool, ok := e.Metadata["tool"].(string); ok && tool != "" {
-			label += " " + tool
-		}
-	}
 	content := strings.Join(strings.Fields(e.Content), " ")
-	return fmt.Sprintf("- [%s, %s] %s\n", e.Timestamp.UTC().Format("2006-01-02 15:04 UTC"), label, content)
+	switch memory.Type(e.Type) {
+	case memory.Fact, memory.Summary:
+		return fmt.Sprintf("- (%s) %s\n", e.Timestamp.UTC().Format("2006-01-02"), content)
+	}
+	label := strings.ToLower(e.Type)
+	if role, ok := e.Metadata["role"].(string); ok && role != "" {
+		label = role
+	}
+	if tool, ok := e.Metadata["tool"].(string); ok && tool != "" {
+		label += " " + tool
+	}
+	return fmt.Sprintf("- [%s, %s] %s\n", e.Timestamp.UTC().Format("2006-01-02 15:04"), label, content)
 }

@@ -2,11 +2,9 @@ package retrieve
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 
 	"github.com/agentmem/agentmem/internal/archive"
 	"github.com/agentmem/agentmem/internal/longterm"
+	"github.com/agentmem/agentmem/internal/reply"
 	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
@@ -125,10 +124,11 @@ func (s *Service) Start(ctx context.Context) error {
 		return fmt.Errorf("registering %s: %w", ServiceName, err)
 	}
 	err = svc.AddEndpoint("retrieve", micro.HandlerFunc(func(req micro.Request) {
+		r := reply.From(req)
 		s.sem <- struct{}{}
 		go func() {
 			defer func() { <-s.sem }()
-			s.handle(ctx, req)
+			s.handle(ctx, r)
 		}()
 	}), micro.WithEndpointSubject("memory.retrieve.*"))
 	if err != nil {
@@ -162,20 +162,18 @@ func (s *Service) Run(ctx context.Context) error {
 	return err
 }
 
-func (s *Service) handle(ctx context.Context, req micro.Request) {
-	reply, rerr := s.serve(ctx, req.Subject(), req.Data())
-	if rerr != nil {
-		body, _ := json.Marshal(events.ErrorBody{Error: events.ErrorDetail{Code: rerr.Code, Field: rerr.Field, Message: rerr.Message}})
-		desc := rerr.Message
-		if rerr.Field != "" {
-			desc = rerr.Field + ": " + rerr.Message
-		}
-		if err := req.Error(strconv.Itoa(rerr.Code), headerSafe(desc), body); err != nil {
-			s.log.Debug().Err(err).Msg("responding with an error")
-		}
+func (s *Service) handle(ctx context.Context, req reply.Request) {
+	res, rerr := s.serve(ctx, req.Subject, req.Data)
+	if req.Reply == "" {
 		return
 	}
-	if err := req.RespondJSON(reply); err != nil {
+	var err error
+	if rerr != nil {
+		err = reply.Error(s.nc, req.Reply, rerr.Code, rerr.Field, rerr.Message)
+	} else {
+		err = reply.JSON(s.nc, req.Reply, res)
+	}
+	if err != nil {
 		s.log.Debug().Err(err).Msg("responding")
 	}
 }
@@ -198,11 +196,16 @@ func (s *Service) serve(ctx context.Context, subject string, body []byte) (event
 
 // candidate is an entry that may answer the query.
 type candidate struct {
-	entry   memory.Entry
-	source  string
-	session string
-	keyword float64
+	entry     memory.Entry
+	source    string
+	session   string
+	keyword   float64 // keyword relevance in (0,1]
+	relevance float64 // keyword relevance with the session-diversity factor (= keyword without one)
 }
+
+// perSource is how many hits each source contributes before decay, weights and the merge rank
+// them together: enough that an entry decay lifts above others is among them.
+func perSource(limit int) int { return max(4*limit, 50) }
 
 // Retrieve answers one request of tenant. The request must be valid (events.ParseRetrieveRequest).
 func (s *Service) Retrieve(ctx context.Context, tenant string, req events.RetrieveRequest) (events.RetrieveReply, *Error) {
@@ -247,14 +250,15 @@ func (s *Service) Retrieve(ctx context.Context, tenant string, req events.Retrie
 		types[memory.Type(t)] = true
 	}
 
+	k := perSource(req.LimitOrDefault())
 	var cands []candidate
 	// Short first: an id that is in short-term memory is reported from there.
 	if slices.Contains(sources, memory.SourceShort) && sv != nil {
-		cands = append(cands, s.shortCandidates(sv, req.Query, req.Session)...)
+		cands = append(cands, s.shortCandidates(sv, req.Query, req.Session, at, k)...)
 	}
 	wantLong, wantArchive := slices.Contains(sources, memory.SourceLong), slices.Contains(sources, memory.SourceArchive)
 	if user != "" && (wantLong || wantArchive) {
-		more, rerr := s.userCandidates(ctx, userKey{tenant, user}, req.Query, at, wantLong, wantArchive)
+		more, rerr := s.userCandidates(ctx, userKey{tenant, user}, req.Query, at, k, wantLong, wantArchive)
 		if rerr != nil {
 			return reply, rerr
 		}
@@ -264,7 +268,7 @@ func (s *Service) Retrieve(ctx context.Context, tenant string, req events.Retrie
 	seen := map[string]bool{}
 	for _, c := range cands {
 		e := c.entry
-		if seen[e.ID] || c.keyword <= 0 || e.Timestamp.After(at) {
+		if seen[e.ID] || c.relevance <= 0 || e.Timestamp.After(at) {
 			continue
 		}
 		if len(types) > 0 && !types[e.Type] {
@@ -273,11 +277,14 @@ func (s *Service) Retrieve(ctx context.Context, tenant string, req events.Retrie
 		seen[e.ID] = true
 		decay := s.cfg.decay(e.Type).Factor(at.Sub(e.Timestamp))
 		weight := memory.SourceWeight(c.source)
+		sc := events.Scores{Keyword: round(c.keyword), Decay: round(decay), Weight: weight}
+		if c.relevance != c.keyword {
+			sc.Relevance = round(c.relevance)
+		}
 		reply.Entries = append(reply.Entries, events.RetrievedEntry{
 			ID: e.ID, Type: string(e.Type), Content: e.Content, Timestamp: e.Timestamp.UTC(),
-			Source: c.source, Session: c.session, Score: round(c.keyword * decay * weight),
-			Scores:     events.Scores{Keyword: round(c.keyword), Decay: round(decay), Weight: weight},
-			Provenance: e.Provenance, Metadata: e.Metadata,
+			Source: c.source, Session: c.session, Score: round(c.relevance * decay * weight),
+			Scores: sc, Provenance: e.Provenance, Metadata: e.Metadata,
 		})
 	}
 	slices.SortStableFunc(reply.Entries, func(a, b events.RetrievedEntry) int {
@@ -296,7 +303,7 @@ func (s *Service) Retrieve(ctx context.Context, tenant string, req events.Retrie
 	if limit := req.LimitOrDefault(); len(reply.Entries) > limit {
 		reply.Entries = reply.Entries[:limit]
 	}
-	reply.Context, reply.ContextTokens = buildContext(reply.Entries, req.ContextTokensOrDefault(), s.counter)
+	reply.Context, reply.ContextTokens = buildContext(reply.Entries, req.Query, req.ContextTokensOrDefault(), s.counter)
 	return reply, nil
 }
 
@@ -344,22 +351,25 @@ func (s *Service) refreshView(ctx context.Context, v *view, req events.RetrieveR
 	}
 }
 
-func (s *Service) shortCandidates(v *view, query, sessionID string) []candidate {
+func (s *Service) shortCandidates(v *view, query, sessionID string, at time.Time, k int) []candidate {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	scores := v.index.Score(query)
-	out := make([]candidate, 0, len(scores))
-	for _, e := range v.entries {
-		if k := scores[e.ID]; k > 0 {
-			out = append(out, candidate{entry: e, source: memory.SourceShort, session: sessionID, keyword: k})
+	byID := make(map[string]*memory.Entry, len(v.entries))
+	for i := range v.entries {
+		byID[v.entries[i].ID] = &v.entries[i]
+	}
+	var out []candidate
+	for _, h := range v.index.Search(query, k) {
+		if e, ok := byID[h.ID]; ok && !e.Timestamp.After(at) {
+			out = append(out, candidate{entry: *e, source: memory.SourceShort, session: sessionID, keyword: h.Keyword, relevance: h.Relevance})
 		}
 	}
 	return out
 }
 
 // userCandidates scores a user's long-term memory and archive.
-func (s *Service) userCandidates(ctx context.Context, k userKey, query string, at time.Time, long, arch bool) ([]candidate, *Error) {
-	uv := s.users.get(k)
+func (s *Service) userCandidates(ctx context.Context, key userKey, query string, at time.Time, k int, long, arch bool) ([]candidate, *Error) {
+	uv := s.users.get(key)
 	uv.mu.Lock()
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -369,13 +379,13 @@ func (s *Service) userCandidates(ctx context.Context, k userKey, query string, a
 	}
 	var out []candidate
 	if long {
-		for id, k := range uv.longIdx.Score(query) {
-			e, ok := uv.long[id]
-			if !ok || k <= 0 || !uv.visibleAt(id, at) {
+		for _, h := range uv.longIdx.Search(query, k) {
+			e, ok := uv.long[h.ID]
+			if !ok || !uv.visibleAt(h.ID, at) {
 				continue
 			}
 			sess, _ := e.Metadata["session"].(string)
-			out = append(out, candidate{entry: e, source: memory.SourceLong, session: sess, keyword: k})
+			out = append(out, candidate{entry: e, source: memory.SourceLong, session: sess, keyword: h.Keyword, relevance: h.Relevance})
 		}
 	}
 	if arch {
@@ -383,13 +393,13 @@ func (s *Service) userCandidates(ctx context.Context, k userKey, query string, a
 			uv.mu.Unlock()
 			return nil, &Error{Code: 500, Message: "reading the archive: " + err.Error()}
 		}
-		for id, k := range uv.archIdx.Score(query) {
-			e, ok := uv.archive[id]
-			if !ok || k <= 0 {
+		for _, h := range uv.archIdx.Search(query, k) {
+			e, ok := uv.archive[h.ID]
+			if !ok || e.Timestamp.After(at) {
 				continue
 			}
 			sess, _ := e.Metadata["session"].(string)
-			out = append(out, candidate{entry: e, source: memory.SourceArchive, session: sess, keyword: k})
+			out = append(out, candidate{entry: e, source: memory.SourceArchive, session: sess, keyword: h.Keyword, relevance: h.Relevance})
 		}
 	}
 	sessions := make([]string, 0, len(uv.sessions))
@@ -408,18 +418,4 @@ func splitTwo(s string) (string, string, bool) {
 
 func round(f float64) float64 {
 	return float64(int64(f*1e6+0.5)) / 1e6
-}
-
-// headerSafe keeps a description usable as a header value.
-func headerSafe(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c < 0x20 || c == 0x7f {
-			b[i] = ' '
-		}
-	}
-	if len(b) > 1024 {
-		b = b[:1024]
-	}
-	return string(b)
 }

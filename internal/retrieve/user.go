@@ -13,7 +13,7 @@ import (
 
 	"github.com/agentmem/agentmem/internal/archive"
 	"github.com/agentmem/agentmem/internal/longterm"
-	"github.com/agentmem/agentmem/internal/search"
+	"github.com/agentmem/agentmem/internal/rank"
 	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
@@ -34,11 +34,11 @@ type userView struct {
 	facts      map[string]longterm.Fact
 	summaries  []memory.Entry
 	long       map[string]memory.Entry
-	longIdx    *search.Index
+	longIdx    *rank.Index
 
 	sessions map[string]*archiveSession
 	archive  map[string]memory.Entry
-	archIdx  *search.Index
+	archIdx  *rank.Index
 	bytes    atomic.Int64 // approximate memory held, read by the cache without the view's lock
 }
 
@@ -51,8 +51,8 @@ type archiveSession struct {
 
 func newUserView(k userKey) *userView {
 	return &userView{
-		key: k, long: map[string]memory.Entry{}, longIdx: search.NewIndex(),
-		sessions: map[string]*archiveSession{}, archive: map[string]memory.Entry{}, archIdx: search.NewIndex(),
+		key: k, long: map[string]memory.Entry{}, longIdx: rank.NewIndex(longRank),
+		sessions: map[string]*archiveSession{}, archive: map[string]memory.Entry{}, archIdx: rank.NewIndex(archiveRank),
 	}
 }
 
@@ -113,7 +113,7 @@ func (u *userView) refreshLong(ctx context.Context, store *longterm.Store) error
 	}
 	for id, e := range long {
 		if old, ok := u.long[id]; !ok || old.Content != e.Content {
-			u.longIdx.Add(id, searchText(e))
+			u.longIdx.Add(rank.Doc{ID: id, Text: searchText(e), Time: e.Timestamp, Kind: string(e.Type)})
 		}
 	}
 	u.long = long
@@ -167,7 +167,7 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 					Timestamp: t.at, Seq: m.Sequence, Metadata: withRole(t.metadata, t.role)}
 				e.Metadata = withSession(e.Metadata, h.Session)
 				u.archive[id] = e
-				u.archIdx.Add(id, e.Content)
+				u.archIdx.Add(rank.Doc{ID: id, Text: e.Content, Group: h.Session, Pos: int(m.Sequence), Role: e.Role, Time: e.Timestamp, Kind: "turn"})
 				u.bytes.Add(int64(len(e.Content) + len(id) + 64))
 				return nil
 			})

@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmem/agentmem/internal/archive"
-	"github.com/agentmem/agentmem/internal/search"
+	"github.com/agentmem/agentmem/internal/rank"
 	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
@@ -25,7 +25,7 @@ type view struct {
 	state   *session.State
 	text    map[string]turnText // turn id -> text and metadata
 	entries []memory.Entry      // visible entries, oldest first, text filled in
-	index   *search.Index
+	index   *rank.Index
 }
 
 type turnText struct {
@@ -37,7 +37,7 @@ type turnText struct {
 }
 
 func newView(key session.Key) *view {
-	return &view{state: session.NewState(key, 0), text: map[string]turnText{}, index: search.NewIndex()}
+	return &view{state: session.NewState(key, 0), text: map[string]turnText{}, index: rank.NewIndex(shortRank)}
 }
 
 // refresh brings the view up to the session's committed state; it reports whether the session
@@ -77,7 +77,7 @@ func (v *view) refresh(ctx context.Context, store *session.Store, reader *archiv
 	}
 	for _, e := range visible {
 		if c, ok := known[e.ID]; !ok || c != e.Content {
-			v.index.Add(e.ID, e.Content)
+			v.index.Add(rank.Doc{ID: e.ID, Text: e.Content, Role: e.Role, Time: e.Timestamp, Kind: string(e.Type)})
 		}
 	}
 	v.entries = visible

@@ -197,6 +197,9 @@ type Scores struct {
 	Vector *float64 `json:"vector,omitempty"`
 	Decay  float64  `json:"decay"`
 	Weight float64  `json:"weight"`
+	// Relevance, an extension, is present when the relevance the score uses differs from the
+	// keyword relevance (the archive discounts further turns of a session already ranked).
+	Relevance float64 `json:"relevance,omitempty"`
 }
 
 // RetrievedEntry is one entry of a retrieve reply.

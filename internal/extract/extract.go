@@ -46,7 +46,7 @@ var _ Chat = (*llm.Client)(nil)
 type Config struct {
 	// Topology names the streams, buckets and consumers.
 	Topology events.Topology
-	// Concurrency bounds the triggers handled at once per consumer (default 4).
+	// Concurrency bounds the triggers handled at once per consumer (default 16).
 	Concurrency int
 	// MinConfidence drops candidates below it (default 0.5).
 	MinConfidence float64
@@ -90,7 +90,7 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 		return nil, err
 	}
 	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = 4
+		cfg.Concurrency = 16 // extraction waits mostly on JetStream round trips
 	}
 	if cfg.MinConfidence == 0 {
 		cfg.MinConfidence = 0.5

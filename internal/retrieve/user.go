@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/agentmem/agentmem/internal/archive"
 	"github.com/agentmem/agentmem/internal/longterm"
@@ -139,47 +140,87 @@ func (u *userView) visibleAt(id string, t time.Time) bool {
 
 // refreshArchive reads the turns of every session that changed since the last request.
 func (u *userView) refreshArchive(ctx context.Context, store *session.Store, reader *archive.Reader) error {
+	var dirty []*archiveSession
 	for _, as := range u.sessions {
-		if !as.dirty {
-			continue
+		if as.dirty {
+			dirty = append(dirty, as)
 		}
-		if _, err := store.Refresh(ctx, as.state); err != nil {
-			return err
-		}
-		h := as.state.Header
-		if h.User != "" && h.User != u.key.user {
-			// The index named a session another user owns: never show it.
-			as.dirty = false
-			continue
-		}
-		if h.LastSeq > as.scanned {
-			subject := events.SessionFilter(h.Tenant, h.Session)
-			if h.Partition >= 0 {
-				subject = events.PartitionedSubject(h.Partition, h.Tenant, h.Session)
-			}
-			err := reader.Scan(ctx, subject, as.scanned+1, h.LastSeq, func(m *jetstream.RawStreamMsg) error {
-				t, err := decodeTurn(m)
-				if err != nil || !as.state.AppliedAt(t.id, m.Sequence) {
-					return nil // not a turn, rejected by ingest, or a late copy
-				}
-				id := t.id
-				e := memory.Entry{ID: id, Type: memory.TypeForRole(t.role), Role: t.role, Content: t.content,
-					Timestamp: t.at, Seq: m.Sequence, Metadata: withRole(t.metadata, t.role)}
-				e.Metadata = withSession(e.Metadata, h.Session)
-				u.archive[id] = e
-				u.archIdx.Add(rank.Doc{ID: id, Text: e.Content, Group: h.Session, Pos: int(m.Sequence), Role: e.Role, Time: e.Timestamp, Kind: "turn"})
-				u.bytes.Add(int64(len(e.Content) + len(id) + 64))
-				return nil
-			})
-			if err != nil {
+	}
+	// Sessions are read concurrently (each its own state and stream subject), then added to the
+	// view in one place.
+	type read struct {
+		as      *archiveSession
+		entries []memory.Entry
+		upTo    uint64
+		foreign bool
+	}
+	results := make([]read, len(dirty))
+	var g errgroup.Group
+	g.SetLimit(archiveReaders)
+	for i, as := range dirty {
+		g.Go(func() error {
+			r := read{as: as}
+			if _, err := store.Refresh(ctx, as.state); err != nil {
 				return err
 			}
-			as.scanned = h.LastSeq
-		}
-		as.dirty = false
+			h := as.state.Header
+			if h.User != "" && h.User != u.key.user {
+				r.foreign = true // the index named a session another user owns: never show it
+				results[i] = r
+				return nil
+			}
+			r.upTo = as.scanned
+			if h.LastSeq > as.scanned {
+				subject := events.SessionFilter(h.Tenant, h.Session)
+				if h.Partition >= 0 {
+					subject = events.PartitionedSubject(h.Partition, h.Tenant, h.Session)
+				}
+				err := reader.Scan(ctx, subject, as.scanned+1, h.LastSeq, func(m *jetstream.RawStreamMsg) error {
+					t, err := decodeTurn(m)
+					if err != nil || !as.state.AppliedAt(t.id, m.Sequence) {
+						return nil // not a turn, rejected by ingest, or a late copy
+					}
+					e := memory.Entry{ID: t.id, Type: memory.TypeForRole(t.role), Role: t.role, Content: t.content,
+						Timestamp: t.at, Seq: m.Sequence, Metadata: withSession(withRole(t.metadata, t.role), h.Session)}
+					r.entries = append(r.entries, e)
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+				r.upTo = h.LastSeq
+			}
+			results[i] = r
+			return nil
+		})
 	}
-	return nil
+	err := g.Wait()
+	for _, r := range results {
+		if r.as == nil {
+			continue // not read (an error stopped the group)
+		}
+		if r.foreign {
+			r.as.dirty = false
+			continue
+		}
+		docs := make([]rank.Doc, 0, len(r.entries))
+		for _, e := range r.entries {
+			if _, dup := u.archive[e.ID]; dup {
+				continue
+			}
+			u.archive[e.ID] = e
+			docs = append(docs, rank.Doc{ID: e.ID, Text: e.Content, Group: r.as.state.Key.Session, Pos: int(e.Seq), Role: e.Role, Time: e.Timestamp, Kind: "turn"})
+			u.bytes.Add(int64(len(e.Content) + len(e.ID) + 64))
+		}
+		u.archIdx.Add(docs...)
+		r.as.scanned = r.upTo
+		r.as.dirty = false
+	}
+	return err
 }
+
+// archiveReaders bounds the sessions a user's archive reads at once.
+const archiveReaders = 8
 
 // searchText is what a long-term entry is found by: its content and, for a fact, the words of
 // the turns that stated it and its key ("user.favorite_language" reads "favorite language").

@@ -42,6 +42,7 @@ func run(ctx context.Context, args []string) error {
 	healthAddr := settings.BindHealth(fs)
 	budget := settings.BindBudget(fs)
 	topo := settings.BindTopology(fs)
+	embedCfg := settings.BindEmbed(fs)
 	logf := settings.BindLog(fs)
 	if err := settings.Parse(fs, args); err != nil {
 		return err
@@ -55,6 +56,14 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--decay: %w", err)
 	}
+	emb, err := settings.Embedder(embedCfg, log)
+	if err != nil {
+		return err
+	}
+	var embedder retrieve.Embedder
+	if emb != nil {
+		embedder = emb
+	}
 	cfg := daemon.Config{
 		Broker:   broker.Config{Listen: *listen, DataDir: *data, ConfigFile: *natsConfig, MaxPayload: int32(*maxPayload)},
 		Topology: topo.Events(),
@@ -62,7 +71,7 @@ func run(ctx context.Context, args []string) error {
 			Budget: budget.Memory(), Tokenizer: budget.Tokenizer, SummaryTokens: *summaryTokens,
 			MaxContentBytes: *maxContent, IdleTimeout: *idle, RepressureAfter: *repressure,
 		},
-		Retrieve: retrieve.Config{Tokenizer: budget.Tokenizer, Decay: d},
+		Retrieve: retrieve.Config{Tokenizer: budget.Tokenizer, Decay: d, Embedder: embedder},
 		Extract:  extract.Config{Tokenizer: budget.Tokenizer},
 		LLM:      *llmCfg,
 	}

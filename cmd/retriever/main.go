@@ -33,6 +33,7 @@ func run(ctx context.Context, args []string) error {
 	healthAddr := settings.BindHealth(fs)
 	budget := settings.BindBudget(fs)
 	topo := settings.BindTopology(fs)
+	embedCfg := settings.BindEmbed(fs)
 	logf := settings.BindLog(fs)
 	if err := settings.Parse(fs, args); err != nil {
 		return err
@@ -45,6 +46,14 @@ func run(ctx context.Context, args []string) error {
 	d, err := memory.ParseDecay(*decay)
 	if err != nil {
 		return fmt.Errorf("--decay: %w", err)
+	}
+	emb, err := settings.Embedder(embedCfg, log)
+	if err != nil {
+		return err
+	}
+	var embedder retrieve.Embedder
+	if emb != nil {
+		embedder = emb
 	}
 	nc, err := conn.ConnectWorker("agentmem-retriever")
 	if err != nil {
@@ -61,7 +70,7 @@ func run(ctx context.Context, args []string) error {
 	if err := t.Ensure(setup, js); err != nil {
 		return fmt.Errorf("creating streams and buckets: %w", err)
 	}
-	svc, err := retrieve.New(setup, retrieve.Config{Topology: t, Tokenizer: budget.Tokenizer, Decay: d}, nc, js, log)
+	svc, err := retrieve.New(setup, retrieve.Config{Topology: t, Tokenizer: budget.Tokenizer, Decay: d, Embedder: embedder}, nc, js, log)
 	if err != nil {
 		return err
 	}

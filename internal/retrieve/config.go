@@ -55,6 +55,10 @@ type Config struct {
 	MaxUserBytes int
 	// Now is the clock used when a request has no "at" (default time.Now).
 	Now func() time.Time
+	// Embedder, when set, adds vector relevance to keyword relevance (an OpenAI-compatible
+	// /embeddings endpoint; no offline embedder helped enough on the development sets to be
+	// kept, so by default scores.vector is absent).
+	Embedder Embedder
 }
 
 func (c Config) withDefaults() Config {

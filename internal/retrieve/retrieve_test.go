@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -329,4 +330,76 @@ func TestTenantsAreSeparate(t *testing.T) {
 
 func errorsAs(err error, target **client.ServiceError) bool {
 	return errors.As(err, target)
+}
+
+// conceptEmbedder embeds by concepts: words of a concept share a dimension, so texts about the
+// same thing are close without sharing a word.
+type conceptEmbedder struct{ calls int }
+
+var concepts = [][]string{{"cat", "cats", "feline", "felines", "kitten"}, {"dog", "dogs", "puppy", "canine"}, {"tea", "coffee", "drink"}}
+
+func (c *conceptEmbedder) Name() string { return "test:concepts" }
+
+func (c *conceptEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	c.calls++
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		v := make([]float32, len(concepts)+1)
+		v[len(concepts)] = 0.05 // every text a little alike
+		for _, w := range strings.Fields(strings.ToLower(t)) {
+			w = strings.Trim(w, ".,!?'")
+			for d, words := range concepts {
+				if slices.Contains(words, w) {
+					v[d]++
+				}
+			}
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+func TestEmbedderAddsVectorRelevance(t *testing.T) {
+	emb := &conceptEmbedder{}
+	cfg := daemon.Config{
+		Broker:   broker.Config{Listen: "127.0.0.1:-1", DataDir: t.TempDir()},
+		Ingest:   ingest.Config{IdleTimeout: -1},
+		Retrieve: retrieve.Config{Embedder: emb},
+	}
+	d, err := daemon.Start(context.Background(), cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Stop() })
+	nc, err := nats.Connect(d.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	cl, _ := client.New(nc, client.Options{Tenant: "acme"})
+	e := &env{nc: nc, cl: cl, cfg: cfg}
+	e.seed(t, "s1", "alice", []client.Turn{
+		{Content: "I adore felines more than anything."},
+		{Content: "The weather was rainy all week."},
+		{Content: "My neighbour has a loud puppy."},
+	})
+	reply, err := cl.Retrieve(context.Background(), events.RetrieveRequest{Query: "which pet does the user love: cats?", Session: "s1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reply.Entries) == 0 || reply.Entries[0].ID != "s1-00" {
+		t.Fatalf("top %v: the entry about felines should rank first by its vector", top(reply))
+	}
+	first := reply.Entries[0]
+	if first.Scores.Vector == nil || *first.Scores.Vector <= 0 || first.Scores.Keyword != 0 {
+		t.Fatalf("scores %+v: want vector relevance and no keyword match", first.Scores)
+	}
+	for _, en := range reply.Entries {
+		if en.ID == "s1-01" {
+			t.Fatalf("the weather entry has neither keyword nor vector relevance: %+v", en)
+		}
+	}
+	if emb.calls == 0 {
+		t.Fatal("the embedder was never called")
+	}
 }

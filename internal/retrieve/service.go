@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentmem/agentmem/internal/archive"
 	"github.com/agentmem/agentmem/internal/longterm"
+	"github.com/agentmem/agentmem/internal/rank"
 	"github.com/agentmem/agentmem/internal/reply"
 	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/pkg/events"
@@ -199,8 +200,44 @@ type candidate struct {
 	entry     memory.Entry
 	source    string
 	session   string
-	keyword   float64 // keyword relevance in (0,1]
-	relevance float64 // keyword relevance with the session-diversity factor (= keyword without one)
+	keyword   float64  // keyword relevance in [0,1]
+	relevance float64  // keyword relevance with the session-diversity factor (= keyword without one)
+	vector    *float64 // vector relevance in [0,1], nil without an embedder
+}
+
+// fused is the relevance a candidate is ranked by: the keyword relevance (with its session
+// diversity factor), averaged with the vector relevance when an embedder is in use.
+func (c candidate) fused() float64 {
+	if c.vector == nil {
+		return c.relevance
+	}
+	return (c.relevance + *c.vector) / 2
+}
+
+// merge combines keyword hits and vector hits of one source into candidates.
+func merge(kw []rank.Hit, vec map[string]float64, embedding bool, entry func(id string) (memory.Entry, bool), source string, session func(memory.Entry) string) []candidate {
+	var out []candidate
+	seen := map[string]bool{}
+	add := func(id string, keyword, relevance float64) {
+		e, ok := entry(id)
+		if !ok || seen[id] {
+			return
+		}
+		seen[id] = true
+		c := candidate{entry: e, source: source, session: session(e), keyword: keyword, relevance: relevance}
+		if embedding {
+			v := vec[id]
+			c.vector = &v
+		}
+		out = append(out, c)
+	}
+	for _, h := range kw {
+		add(h.ID, h.Keyword, h.Relevance)
+	}
+	for id := range vec {
+		add(id, 0, 0)
+	}
+	return out
 }
 
 // perSource is how many hits each source contributes before decay, weights and the merge rank
@@ -251,14 +288,22 @@ func (s *Service) Retrieve(ctx context.Context, tenant string, req events.Retrie
 	}
 
 	k := perSource(req.LimitOrDefault())
+	var qv []float32
+	if s.cfg.Embedder != nil {
+		if vs, err := s.cfg.Embedder.Embed(ctx, []string{req.Query}); err == nil && len(vs) == 1 {
+			qv = vs[0]
+		} else if err != nil {
+			s.log.Warn().Err(err).Msg("embedding the query; ranking by keywords")
+		}
+	}
 	var cands []candidate
 	// Short first: an id that is in short-term memory is reported from there.
 	if slices.Contains(sources, memory.SourceShort) && sv != nil {
-		cands = append(cands, s.shortCandidates(sv, req.Query, req.Session, at, k)...)
+		cands = append(cands, s.shortCandidates(ctx, sv, req.Query, qv, req.Session, at, k)...)
 	}
 	wantLong, wantArchive := slices.Contains(sources, memory.SourceLong), slices.Contains(sources, memory.SourceArchive)
 	if user != "" && (wantLong || wantArchive) {
-		more, rerr := s.userCandidates(ctx, userKey{tenant, user}, req.Query, at, k, wantLong, wantArchive)
+		more, rerr := s.userCandidates(ctx, userKey{tenant, user}, req.Query, qv, at, k, wantLong, wantArchive)
 		if rerr != nil {
 			return reply, rerr
 		}
@@ -268,7 +313,7 @@ func (s *Service) Retrieve(ctx context.Context, tenant string, req events.Retrie
 	seen := map[string]bool{}
 	for _, c := range cands {
 		e := c.entry
-		if seen[e.ID] || c.relevance <= 0 || e.Timestamp.After(at) {
+		if seen[e.ID] || c.fused() <= 0 || e.Timestamp.After(at) {
 			continue
 		}
 		if len(types) > 0 && !types[e.Type] {
@@ -278,12 +323,16 @@ func (s *Service) Retrieve(ctx context.Context, tenant string, req events.Retrie
 		decay := s.cfg.decay(e.Type).Factor(at.Sub(e.Timestamp))
 		weight := memory.SourceWeight(c.source)
 		sc := events.Scores{Keyword: round(c.keyword), Decay: round(decay), Weight: weight}
-		if c.relevance != c.keyword {
-			sc.Relevance = round(c.relevance)
+		if c.vector != nil {
+			v := round(*c.vector)
+			sc.Vector = &v
+		}
+		if c.fused() != c.keyword {
+			sc.Relevance = round(c.fused())
 		}
 		reply.Entries = append(reply.Entries, events.RetrievedEntry{
 			ID: e.ID, Type: string(e.Type), Content: e.Content, Timestamp: e.Timestamp.UTC(),
-			Source: c.source, Session: c.session, Score: round(c.relevance * decay * weight),
+			Source: c.source, Session: c.session, Score: round(c.fused() * decay * weight),
 			Scores: sc, Provenance: e.Provenance, Metadata: e.Metadata,
 		})
 	}
@@ -351,24 +400,32 @@ func (s *Service) refreshView(ctx context.Context, v *view, req events.RetrieveR
 	}
 }
 
-func (s *Service) shortCandidates(v *view, query, sessionID string, at time.Time, k int) []candidate {
+func (s *Service) shortCandidates(ctx context.Context, v *view, query string, qv []float32, sessionID string, at time.Time, k int) []candidate {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	byID := make(map[string]*memory.Entry, len(v.entries))
+	texts := make(map[string]string, len(v.entries))
 	for i := range v.entries {
 		byID[v.entries[i].ID] = &v.entries[i]
+		texts[v.entries[i].ID] = v.entries[i].Content
 	}
-	var out []candidate
-	for _, h := range v.index.Search(query, k) {
-		if e, ok := byID[h.ID]; ok && !e.Timestamp.After(at) {
-			out = append(out, candidate{entry: *e, source: memory.SourceShort, session: sessionID, keyword: h.Keyword, relevance: h.Relevance})
+	var vec map[string]float64
+	if s.cfg.Embedder != nil {
+		v.vecs.ensure(ctx, s.cfg.Embedder, texts, s.log)
+		vec = v.vecs.search(qv, k)
+	}
+	entry := func(id string) (memory.Entry, bool) {
+		e, ok := byID[id]
+		if !ok || e.Timestamp.After(at) {
+			return memory.Entry{}, false
 		}
+		return *e, true
 	}
-	return out
+	return merge(v.index.Search(query, k), vec, s.cfg.Embedder != nil, entry, memory.SourceShort, func(memory.Entry) string { return sessionID })
 }
 
 // userCandidates scores a user's long-term memory and archive.
-func (s *Service) userCandidates(ctx context.Context, key userKey, query string, at time.Time, k int, long, arch bool) ([]candidate, *Error) {
+func (s *Service) userCandidates(ctx context.Context, key userKey, query string, qv []float32, at time.Time, k int, long, arch bool) ([]candidate, *Error) {
 	uv := s.users.get(key)
 	uv.mu.Lock()
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -377,30 +434,47 @@ func (s *Service) userCandidates(ctx context.Context, key userKey, query string,
 		uv.mu.Unlock()
 		return nil, &Error{Code: 500, Message: "reading long-term memory: " + err.Error()}
 	}
+	embedding := s.cfg.Embedder != nil
+	sessionOf := func(e memory.Entry) string {
+		sess, _ := e.Metadata["session"].(string)
+		return sess
+	}
 	var out []candidate
 	if long {
-		for _, h := range uv.longIdx.Search(query, k) {
-			e, ok := uv.long[h.ID]
-			if !ok || !uv.visibleAt(h.ID, at) {
-				continue
+		var vec map[string]float64
+		if embedding {
+			texts := make(map[string]string, len(uv.long))
+			for id, e := range uv.long {
+				texts[id] = searchText(e)
 			}
-			sess, _ := e.Metadata["session"].(string)
-			out = append(out, candidate{entry: e, source: memory.SourceLong, session: sess, keyword: h.Keyword, relevance: h.Relevance})
+			uv.longVecs.ensure(rctx, s.cfg.Embedder, texts, s.log)
+			vec = uv.longVecs.search(qv, k)
 		}
+		entry := func(id string) (memory.Entry, bool) {
+			e, ok := uv.long[id]
+			return e, ok && uv.visibleAt(id, at)
+		}
+		out = append(out, merge(uv.longIdx.Search(query, k), vec, embedding, entry, memory.SourceLong, sessionOf)...)
 	}
 	if arch {
 		if err := uv.refreshArchive(rctx, s.store, s.reader); err != nil {
 			uv.mu.Unlock()
 			return nil, &Error{Code: 500, Message: "reading the archive: " + err.Error()}
 		}
-		for _, h := range uv.archIdx.Search(query, k) {
-			e, ok := uv.archive[h.ID]
-			if !ok || e.Timestamp.After(at) {
-				continue
+		var vec map[string]float64
+		if embedding {
+			texts := make(map[string]string, len(uv.archive))
+			for id, e := range uv.archive {
+				texts[id] = e.Content
 			}
-			sess, _ := e.Metadata["session"].(string)
-			out = append(out, candidate{entry: e, source: memory.SourceArchive, session: sess, keyword: h.Keyword, relevance: h.Relevance})
+			uv.archVecs.ensure(rctx, s.cfg.Embedder, texts, s.log)
+			vec = uv.archVecs.search(qv, k)
 		}
+		entry := func(id string) (memory.Entry, bool) {
+			e, ok := uv.archive[id]
+			return e, ok && !e.Timestamp.After(at)
+		}
+		out = append(out, merge(uv.archIdx.Search(query, k), vec, embedding, entry, memory.SourceArchive, sessionOf)...)
 	}
 	sessions := make([]string, 0, len(uv.sessions))
 	for name := range uv.sessions {

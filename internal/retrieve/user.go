@@ -36,10 +36,12 @@ type userView struct {
 	summaries  []memory.Entry
 	long       map[string]memory.Entry
 	longIdx    *rank.Index
+	longVecs   vectorSet
 
 	sessions map[string]*archiveSession
 	archive  map[string]memory.Entry
 	archIdx  *rank.Index
+	archVecs vectorSet
 	bytes    atomic.Int64 // approximate memory held, read by the cache without the view's lock
 }
 
@@ -110,6 +112,7 @@ func (u *userView) refreshLong(ctx context.Context, store *longterm.Store) error
 	for id := range u.long {
 		if _, ok := long[id]; !ok {
 			u.longIdx.Remove(id)
+			u.longVecs.remove(id)
 		}
 	}
 	for id, e := range long {

@@ -26,6 +26,7 @@ type view struct {
 	text    map[string]turnText // turn id -> text and metadata
 	entries []memory.Entry      // visible entries, oldest first, text filled in
 	index   *rank.Index
+	vecs    vectorSet
 }
 
 type turnText struct {
@@ -68,6 +69,7 @@ func (v *view) refresh(ctx context.Context, store *session.Store, reader *archiv
 	for _, old := range v.entries {
 		if _, ok := keep[old.ID]; !ok {
 			v.index.Remove(old.ID)
+			v.vecs.remove(old.ID)
 			delete(v.text, old.ID)
 		}
 	}

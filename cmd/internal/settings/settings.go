@@ -19,6 +19,7 @@ import (
 	"github.com/peterbourgon/ff/v3"
 	"github.com/rs/zerolog"
 
+	"github.com/agentmem/agentmem/internal/embed"
 	"github.com/agentmem/agentmem/internal/health"
 	"github.com/agentmem/agentmem/internal/llm"
 	"github.com/agentmem/agentmem/pkg/events"
@@ -106,6 +107,25 @@ func BindLLM(fs *flag.FlagSet) *llm.Config {
 	fs.DurationVar(&c.Timeout, "llm-timeout", 60*time.Second, "timeout of one LLM call attempt")
 	fs.IntVar(&c.MaxConcurrency, "llm-concurrency", 4, "LLM calls in flight at once")
 	return c
+}
+
+// BindEmbed registers --embed-base-url, --embed-api-key, --embed-model and --embed-dimensions
+// (AGENTMEM_EMBED_BASE_URL, AGENTMEM_EMBED_API_KEY, AGENTMEM_EMBED_MODEL, …).
+func BindEmbed(fs *flag.FlagSet) *embed.Config {
+	c := &embed.Config{}
+	fs.StringVar(&c.BaseURL, "embed-base-url", "", "OpenAI-compatible /embeddings API root; empty: keyword relevance only")
+	fs.StringVar(&c.APIKey, "embed-api-key", "", "API key of the embeddings endpoint (secret)")
+	fs.StringVar(&c.Model, "embed-model", "", "embedding model name")
+	fs.IntVar(&c.Dimensions, "embed-dimensions", 0, "embedding dimensions to ask for (0: the model's)")
+	return c
+}
+
+// Embedder builds the embedder the flags describe, or nil when none is configured.
+func Embedder(c *embed.Config, log zerolog.Logger) (*embed.OpenAI, error) {
+	if !c.Enabled() {
+		return nil, nil
+	}
+	return embed.NewOpenAI(*c, log)
 }
 
 // Log holds the logging flags.

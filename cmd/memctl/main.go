@@ -54,6 +54,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			publishCommand(out),
 			endCommand(out),
 			searchCommand(out),
+			contextCommand(out),
 			sessionCommand(out),
 			dlqCommand(out),
 			forgetCommand(out),

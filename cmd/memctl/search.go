@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,11 +14,19 @@ import (
 )
 
 func searchCommand(out io.Writer) *ffcli.Command {
+	return retrieveCommand(out, "search", "search memory; prints ranked entries with their score parts", false)
+}
+
+func contextCommand(out io.Writer) *ffcli.Command {
+	return retrieveCommand(out, "context", "print the context an agent would put into its prompt, after the ranked entries it was built from", true)
+}
+
+func retrieveCommand(out io.Writer, name, help string, contextFirst bool) *ffcli.Command {
 	c := &common{}
 	var sess, user, sources, types, at string
 	var limit, ctxTokens int
 	var showContext bool
-	return newCommand("search", "[--session S] [--user U] QUERY...", "search memory; prints ranked entries with their score parts", c, out,
+	return newCommand(name, "[--session S] [--user U] QUERY...", help, c, out,
 		func(fs *flag.FlagSet) {
 			fs.StringVar(&sess, "session", "", "session whose short-term memory to search")
 			fs.StringVar(&user, "user", "", "user whose long-term memory and archive to search")
@@ -28,12 +35,12 @@ func searchCommand(out io.Writer) *ffcli.Command {
 			fs.StringVar(&at, "at", "", "the query's now, RFC 3339 (default: now)")
 			fs.IntVar(&limit, "limit", 10, "entries to return (1-200)")
 			fs.IntVar(&ctxTokens, "context-tokens", 2000, "token budget of the built context (0: none)")
-			fs.BoolVar(&showContext, "context", false, "print the built context too")
+			fs.BoolVar(&showContext, "context", contextFirst, "print the built context too")
 		},
 		func(ctx context.Context, args []string) error {
 			query := strings.Join(args, " ")
 			if strings.TrimSpace(query) == "" {
-				return errors.New("a query is required: memctl search [flags] QUERY")
+				return fmt.Errorf("a query is required: memctl %s [flags] QUERY", name)
 			}
 			req := events.RetrieveRequest{Query: query, Session: sess, User: user, Limit: &limit, ContextTokens: &ctxTokens}
 			if sources != "" {
@@ -69,7 +76,11 @@ func searchCommand(out io.Writer) *ffcli.Command {
 					if e.Scores.Vector != nil {
 						vec = fmt.Sprintf(" vector=%.3f", *e.Scores.Vector)
 					}
-					fmt.Fprintf(w, "    keyword=%.3f%s decay=%.3f weight=%.1f\n", e.Scores.Keyword, vec, e.Scores.Decay, e.Scores.Weight)
+					rel := ""
+					if e.Scores.Relevance != 0 {
+						rel = fmt.Sprintf(" relevance=%.3f", e.Scores.Relevance)
+					}
+					fmt.Fprintf(w, "    keyword=%.3f%s%s decay=%.3f weight=%.1f\n", e.Scores.Keyword, vec, rel, e.Scores.Decay, e.Scores.Weight)
 					fmt.Fprintf(w, "    %s\n", shorten(e.Content, 200))
 				}
 				if showContext && reply.Context != "" {

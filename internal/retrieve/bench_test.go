@@ -1,0 +1,84 @@
+package retrieve_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/agentmem/agentmem/internal/broker"
+	"github.com/agentmem/agentmem/internal/broker/brokertest"
+	"github.com/agentmem/agentmem/internal/daemon"
+	"github.com/agentmem/agentmem/internal/ingest"
+	"github.com/agentmem/agentmem/internal/retrieve"
+	"github.com/agentmem/agentmem/pkg/events"
+)
+
+// BenchmarkColdLoad10k measures the first request for a user with 10,000 archived turns in 20
+// sessions, as a retriever that just started (or evicted the user) answers it: the user's
+// sessions, chunks and turns read from JetStream and indexed. Each iteration uses a new
+// retriever; b.N is the number of cold loads.
+func BenchmarkColdLoad10k(b *testing.B) {
+	cfg := daemon.Config{
+		Broker: broker.Config{Listen: "127.0.0.1:-1", DataDir: b.TempDir()},
+		Ingest: ingest.Config{IdleTimeout: -1},
+	}
+	ctx := context.Background()
+	d, err := daemon.Start(ctx, cfg, zerolog.Nop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = d.Stop() })
+	nc, err := nats.Connect(d.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(512))
+	const turns, sessions = 10000, 20
+	words := []string{"deploy", "rollback", "kafka", "nats", "postgres", "budget", "travel", "paris", "berlin", "piano", "部署", "回滚", "预算", "旅行", "钢琴"}
+	for i := range turns {
+		sess := fmt.Sprintf("c%02d", i%sessions)
+		id := fmt.Sprintf("%s-%05d", sess, i)
+		text := fmt.Sprintf("turn %d about %s and %s with %s", i, words[i%len(words)], words[(i/3)%len(words)], words[(i/7)%len(words)])
+		ev, _ := events.NewEvent(id, events.TypeTurn, "bench", time.Date(2026, 10, 1, 0, 0, i, 0, time.UTC), events.Turn{Role: "user", Content: text, User: "cold"})
+		m, _ := events.BinaryMsg("memory.turns.acme."+sess, ev)
+		m.Header.Set(events.HeaderMsgID, events.MsgID("acme", sess, id))
+		if _, err := js.PublishMsgAsync(m, jetstream.WithStallWait(30*time.Second)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	<-js.PublishAsyncComplete()
+	topo := events.DefaultTopology()
+	brokertest.CheckFor(b, 120*time.Second, 100*time.Millisecond, func() error {
+		for p := range topo.Partitions {
+			c, err := js.Consumer(ctx, topo.TurnsStream(), topo.IngestConsumer(p))
+			if err != nil {
+				return err
+			}
+			if info, err := c.Info(ctx); err != nil || info.NumPending+uint64(info.NumAckPending) > 0 {
+				return fmt.Errorf("ingest busy")
+			}
+		}
+		return nil
+	})
+	req := events.RetrieveRequest{Query: "rollback of the postgres deploy", User: "cold", Sources: []string{"archive"}}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		svc, err := retrieve.New(ctx, retrieve.Config{}, nc, js, zerolog.Nop())
+		if err != nil {
+			b.Fatal(err)
+		}
+		reply, rerr := svc.Retrieve(ctx, "acme", req)
+		if rerr != nil {
+			b.Fatal(rerr)
+		}
+		if len(reply.Entries) == 0 {
+			b.Fatal("no entries")
+		}
+	}
+}

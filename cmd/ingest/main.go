@@ -40,6 +40,7 @@ func run(ctx context.Context, args []string) error {
 	healthAddr := settings.BindHealth(fs)
 	budget := settings.BindBudget(fs)
 	topo := settings.BindTopology(fs)
+	limitsFile := settings.BindLimits(fs)
 	logf := settings.BindLog(fs)
 	if err := settings.Parse(fs, args); err != nil {
 		return err
@@ -49,6 +50,10 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	settings.Dump(log, fs)
+	lim, err := settings.Limiter(*limitsFile)
+	if err != nil {
+		return err
+	}
 	owned, err := parsePartitions(*parts)
 	if err != nil {
 		return err
@@ -71,7 +76,7 @@ func run(ctx context.Context, args []string) error {
 	w, err := ingest.New(setup, ingest.Config{
 		Topology: t, Budget: budget.Memory(), Tokenizer: budget.Tokenizer, SummaryTokens: *summaryTokens,
 		MaxContentBytes: *maxContent, IdleTimeout: *idle, RepressureAfter: *repressure, Partitions: owned,
-		Member: *member, MemberTTL: *memberTTL,
+		Member: *member, MemberTTL: *memberTTL, Limits: lim,
 	}, js, log)
 	if err != nil {
 		return err

@@ -61,6 +61,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			factsCommand(out),
 			usageCommand(out),
 			replayCommand(out),
+			authCommand(out),
 		},
 		Exec: func(context.Context, []string) error { return flag.ErrHelp },
 	}

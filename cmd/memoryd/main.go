@@ -8,6 +8,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/agentmem/agentmem/cmd/internal/settings"
 	"github.com/agentmem/agentmem/internal/broker"
@@ -31,7 +35,8 @@ func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("memoryd", flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:4222", "address the embedded NATS server listens on")
 	data := fs.String("data", "./data", "JetStream storage directory")
-	natsConfig := fs.String("nats-config", "", "nats-server configuration file (authorization, TLS)")
+	natsConfig := fs.String("nats-config", "", "nats-server configuration file (authorization, TLS); SIGHUP reloads it")
+	nkey := fs.String("nkey", "", "NKey seed file of memoryd's own (worker) credential, when the configuration requires one")
 	maxPayload := fs.Int("max-payload", 0, "largest message the server accepts in bytes (0: NATS default, 1 MiB)")
 	summaryTokens := fs.Int("summary-tokens", 2000, "token cap a compression range is accounted at")
 	maxContent := fs.Int("max-content-bytes", 256<<10, "largest turn content accepted")
@@ -43,6 +48,7 @@ func run(ctx context.Context, args []string) error {
 	budget := settings.BindBudget(fs)
 	topo := settings.BindTopology(fs)
 	embedCfg := settings.BindEmbed(fs)
+	limitsFile := settings.BindLimits(fs)
 	logf := settings.BindLog(fs)
 	if err := settings.Parse(fs, args); err != nil {
 		return err
@@ -52,6 +58,10 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	settings.Dump(log, fs)
+	lim, err := settings.Limiter(*limitsFile)
+	if err != nil {
+		return err
+	}
 	d, err := memory.ParseDecay(*decay)
 	if err != nil {
 		return fmt.Errorf("--decay: %w", err)
@@ -69,16 +79,35 @@ func run(ctx context.Context, args []string) error {
 		Topology: topo.Events(),
 		Ingest: ingest.Config{
 			Budget: budget.Memory(), Tokenizer: budget.Tokenizer, SummaryTokens: *summaryTokens,
-			MaxContentBytes: *maxContent, IdleTimeout: *idle, RepressureAfter: *repressure,
+			MaxContentBytes: *maxContent, IdleTimeout: *idle, RepressureAfter: *repressure, Limits: lim,
 		},
-		Retrieve: retrieve.Config{Tokenizer: budget.Tokenizer, Decay: d, Embedder: embedder},
+		Retrieve: retrieve.Config{Tokenizer: budget.Tokenizer, Decay: d, Embedder: embedder, Limits: lim},
 		Extract:  extract.Config{Tokenizer: budget.Tokenizer},
 		LLM:      *llmCfg,
+	}
+	if *nkey != "" {
+		o, err := nats.NkeyOptionFromSeed(*nkey)
+		if err != nil {
+			return fmt.Errorf("--nkey: %w", err)
+		}
+		cfg.ClientOptions = append(cfg.ClientOptions, o)
 	}
 	dm, err := daemon.Start(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for range hup {
+			if err := dm.Reload(); err != nil {
+				log.Error().Err(err).Msg("reloading the server configuration")
+			} else {
+				log.Info().Msg("server configuration reloaded")
+			}
+		}
+	}()
 	settings.ServeHealth(ctx, *healthAddr, dm.Conn(), log)
 	select {
 	case <-ctx.Done():

@@ -34,6 +34,7 @@ func run(ctx context.Context, args []string) error {
 	budget := settings.BindBudget(fs)
 	topo := settings.BindTopology(fs)
 	embedCfg := settings.BindEmbed(fs)
+	limitsFile := settings.BindLimits(fs)
 	logf := settings.BindLog(fs)
 	if err := settings.Parse(fs, args); err != nil {
 		return err
@@ -43,6 +44,10 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	settings.Dump(log, fs)
+	lim, err := settings.Limiter(*limitsFile)
+	if err != nil {
+		return err
+	}
 	d, err := memory.ParseDecay(*decay)
 	if err != nil {
 		return fmt.Errorf("--decay: %w", err)
@@ -70,7 +75,7 @@ func run(ctx context.Context, args []string) error {
 	if err := t.Ensure(setup, js); err != nil {
 		return fmt.Errorf("creating streams and buckets: %w", err)
 	}
-	svc, err := retrieve.New(setup, retrieve.Config{Topology: t, Tokenizer: budget.Tokenizer, Decay: d, Embedder: embedder}, nc, js, log)
+	svc, err := retrieve.New(setup, retrieve.Config{Topology: t, Tokenizer: budget.Tokenizer, Decay: d, Embedder: embedder, Limits: lim}, nc, js, log)
 	if err != nil {
 		return err
 	}

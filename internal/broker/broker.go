@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -35,11 +36,41 @@ type Config struct {
 // Broker is a running embedded NATS server.
 type Broker struct {
 	srv *server.Server
+	cfg Config
 }
 
 // Start starts an embedded server with JetStream and waits until it accepts connections. It fails
 // when the address is taken, the data directory is unusable or the server does not come up in time.
 func Start(cfg Config, log zerolog.Logger) (*Broker, error) {
+	opts, err := options(cfg)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("creating nats server: %w", err)
+	}
+	srv.SetLoggerV2(&logAdapter{log: log.With().Str("component", "nats-server").Logger()}, cfg.Debug, false, false)
+	go srv.Start()
+	wait := cfg.ReadyTimeout
+	if wait <= 0 {
+		wait = 10 * time.Second
+	}
+	if !srv.ReadyForConnections(wait) {
+		srv.Shutdown()
+		return nil, fmt.Errorf("nats server on %s not ready after %s", cfg.Listen, wait)
+	}
+	// Later reloads must see the port the server took.
+	if cfg.Listen == "" || strings.HasSuffix(cfg.Listen, ":-1") || strings.HasSuffix(cfg.Listen, ":0") {
+		if addr, ok := srv.Addr().(*net.TCPAddr); ok {
+			cfg.Listen = net.JoinHostPort(opts.Host, strconv.Itoa(addr.Port))
+		}
+	}
+	return &Broker{srv: srv, cfg: cfg}, nil
+}
+
+// options builds the server options: the configuration file's, with cfg's fields on top.
+func options(cfg Config) (*server.Options, error) {
 	opts := &server.Options{}
 	if cfg.ConfigFile != "" {
 		var err error
@@ -67,21 +98,20 @@ func Start(cfg Config, log zerolog.Logger) (*Broker, error) {
 		opts.MaxPayload = cfg.MaxPayload
 	}
 	opts.Debug = cfg.Debug
-	srv, err := server.NewServer(opts)
+	return opts, nil
+}
+
+// Reload re-reads the configuration file (users and permissions after memctl auth added or
+// removed one) and applies it to the running server.
+func (b *Broker) Reload() error {
+	opts, err := options(b.cfg)
 	if err != nil {
-		return nil, fmt.Errorf("creating nats server: %w", err)
+		return err
 	}
-	srv.SetLoggerV2(&logAdapter{log: log.With().Str("component", "nats-server").Logger()}, cfg.Debug, false, false)
-	go srv.Start()
-	wait := cfg.ReadyTimeout
-	if wait <= 0 {
-		wait = 10 * time.Second
+	if err := b.srv.ReloadOptions(opts); err != nil {
+		return fmt.Errorf("reloading the nats configuration: %w", err)
 	}
-	if !srv.ReadyForConnections(wait) {
-		srv.Shutdown()
-		return nil, fmt.Errorf("nats server on %s not ready after %s", cfg.Listen, wait)
-	}
-	return &Broker{srv: srv}, nil
+	return nil
 }
 
 func splitListen(listen string) (string, int, error) {

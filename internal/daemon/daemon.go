@@ -39,6 +39,9 @@ type Config struct {
 	// LLM is the OpenAI-compatible endpoint the compressor and extractor use; without one they
 	// work offline (extractive summaries, rule-based facts).
 	LLM llm.Config
+	// ClientOptions are added to the daemon's own connection (its credential when the server
+	// requires authentication).
+	ClientOptions []nats.Option
 }
 
 // Daemon is a running all-in-one process.
@@ -83,8 +86,9 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Daemon, error)
 		return nil, err
 	}
 	closed := make(chan struct{})
-	d.nc, err = nats.Connect(b.ClientURL(), nats.Name("memoryd"), nats.MaxReconnects(-1),
-		nats.ClosedHandler(func(*nats.Conn) { close(closed) }))
+	copts := append([]nats.Option{nats.Name("memoryd"), nats.MaxReconnects(-1),
+		nats.ClosedHandler(func(*nats.Conn) { close(closed) })}, cfg.ClientOptions...)
+	d.nc, err = nats.Connect(b.ClientURL(), copts...)
 	if err != nil {
 		return fail(fmt.Errorf("connecting to the embedded server: %w", err))
 	}
@@ -164,6 +168,10 @@ func (d *Daemon) Stop() error {
 	<-d.done
 	return d.err
 }
+
+// Reload re-reads the server's configuration file (users and permissions, after memctl auth
+// added or removed a credential).
+func (d *Daemon) Reload() error { return d.broker.Reload() }
 
 // Done is closed when the daemon has stopped.
 func (d *Daemon) Done() <-chan struct{} { return d.done }

@@ -16,7 +16,7 @@ import (
 	"github.com/agentmem/agentmem/pkg/events"
 )
 
-func freePort(t *testing.T) string {
+func freePort(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

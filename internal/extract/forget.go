@@ -2,6 +2,7 @@ package extract
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -206,6 +207,13 @@ func (w *Worker) serveForget(ctx context.Context, nc *nats.Conn, req reply.Reque
 	tenant, err := events.ParseTenantSubject("memory.forget", req.Subject)
 	if err != nil {
 		fail(400, "subject", err.Error())
+		return
+	}
+	var named struct {
+		Tenant *string `json:"tenant"`
+	}
+	if json.Unmarshal(req.Data, &named) == nil && named.Tenant != nil && *named.Tenant != tenant {
+		fail(400, "tenant", fmt.Sprintf("the request names tenant %q on the subject of tenant %q: the tenant is the subject's", *named.Tenant, tenant))
 		return
 	}
 	fr, err := events.ParseForgetRequest(req.Data)

@@ -32,6 +32,7 @@ import (
 
 	"github.com/nats-io/nuid"
 
+	"github.com/agentmem/agentmem/internal/limits"
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
 )
@@ -47,8 +48,11 @@ type Config struct {
 	// SummaryTokens is the fixed cap a named range is accounted at from the moment a pressure event
 	// names it (default 2,000, at most a tenth of the conversation budget).
 	SummaryTokens int
-	// MaxContentBytes is the largest turn content accepted (default 256 KiB).
+	// MaxContentBytes is the largest turn content accepted (default 256 KiB); a tenant's
+	// max_turn_bytes limit, when set, replaces it for that tenant.
 	MaxContentBytes int
+	// Limits holds the per-tenant limits (turn size and rate); nil limits nothing.
+	Limits *limits.Limiter
 	// IdleTimeout ends a session that received nothing for this long (default 30 minutes;
 	// negative disables). It is measured on the wall clock since the last stored message.
 	IdleTimeout time.Duration

@@ -2,9 +2,12 @@ package ingest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -174,6 +177,9 @@ func (w *Worker) decide(st *session.State, m message, fx *effects) (bad string) 
 		return w.reject(st, m, m.header.Get("ce-id"), err.Error(), fx)
 	}
 	id := ev.ID()
+	if named, ok := namedTenant(ev); ok && named != m.addr.Tenant {
+		return w.reject(st, m, id, fmt.Sprintf("the event names tenant %q on the subject of tenant %q: the tenant is the subject's", named, m.addr.Tenant), fx)
+	}
 	want := events.MsgID(m.addr.Tenant, m.addr.Session, id)
 	if got := m.header.Get(events.HeaderMsgID); got != "" && got != want {
 		return w.reject(st, m, id, fmt.Sprintf("Nats-Msg-Id %q does not match the subject and ce-id: want %q", got, want), fx)
@@ -196,8 +202,16 @@ func (w *Worker) decide(st *session.State, m message, fx *effects) (bad string) 
 		if err := turn.Validate(); err != nil {
 			return w.reject(st, m, id, err.Error(), fx)
 		}
-		if n := len(turn.Content); n > w.cfg.MaxContentBytes {
-			return w.reject(st, m, id, fmt.Sprintf("content is %d bytes; the limit is %d", n, w.cfg.MaxContentBytes), fx)
+		maxBytes := w.cfg.MaxContentBytes
+		if l := w.cfg.Limits.For(m.addr.Tenant); l.MaxTurnBytes > 0 {
+			maxBytes = l.MaxTurnBytes
+		}
+		if n := len(turn.Content); n > maxBytes {
+			return w.reject(st, m, id, fmt.Sprintf("content is %d bytes; the limit is %d", n, maxBytes), fx)
+		}
+		if !w.cfg.Limits.AllowTurn(m.addr.Tenant, m.stored) {
+			l := w.cfg.Limits.For(m.addr.Tenant)
+			return w.reject(st, m, id, fmt.Sprintf("rate limit: tenant %q sends more than %g turns/s (burst %d)", m.addr.Tenant, l.TurnsPerSecond, max(l.TurnBurst, 1)), fx)
 		}
 		if reason := ownerMismatch(st, turn.User, true); reason != "" {
 			return w.reject(st, m, id, reason, fx)
@@ -223,6 +237,21 @@ func (w *Worker) decide(st *session.State, m message, fx *effects) (bad string) 
 		return w.reject(st, m, id, fmt.Sprintf("unknown event type %q: expected %s or %s", ev.Type(), events.TypeTurn, events.TypeSessionEnded), fx)
 	}
 	return ""
+}
+
+// namedTenant returns the tenant an event names itself, in a "tenant" CloudEvents extension or a
+// "tenant" field of its data, if any.
+func namedTenant(ev cloudevents.Event) (string, bool) {
+	if v, ok := ev.Extensions()["tenant"]; ok {
+		return fmt.Sprint(v), true
+	}
+	var data struct {
+		Tenant *string `json:"tenant"`
+	}
+	if json.Unmarshal(ev.Data(), &data) == nil && data.Tenant != nil {
+		return *data.Tenant, true
+	}
+	return "", false
 }
 
 // ownerMismatch says why user cannot write to the session, or "".

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentmem/agentmem/internal/limits"
 	"github.com/agentmem/agentmem/internal/rank"
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
@@ -59,6 +60,8 @@ type Config struct {
 	// /embeddings endpoint; no offline embedder helped enough on the development sets to be
 	// kept, so by default scores.vector is absent).
 	Embedder Embedder
+	// Limits holds the per-tenant retrieve rates; nil limits nothing.
+	Limits *limits.Limiter
 }
 
 func (c Config) withDefaults() Config {

@@ -2,6 +2,7 @@ package retrieve
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -183,6 +184,13 @@ func (s *Service) serve(ctx context.Context, subject string, body []byte) (event
 	tenant, err := events.ParseTenantSubject("memory.retrieve", subject)
 	if err != nil {
 		return events.RetrieveReply{}, &Error{Code: 400, Field: "subject", Message: err.Error()}
+	}
+	if named, ok := bodyTenant(body); ok && named != tenant {
+		return events.RetrieveReply{}, &Error{Code: 400, Field: "tenant", Message: fmt.Sprintf("the request names tenant %q on the subject of tenant %q: the tenant is the subject's", named, tenant)}
+	}
+	if !s.cfg.Limits.AllowRetrieve(tenant, time.Now()) {
+		l := s.cfg.Limits.For(tenant)
+		return events.RetrieveReply{}, &Error{Code: 429, Message: fmt.Sprintf("rate limit: tenant %q makes more than %g retrieves/s (burst %d)", tenant, l.RetrievesPerSecond, max(l.RetrieveBurst, 1))}
 	}
 	req, err := events.ParseRetrieveRequest(body)
 	if err != nil {
@@ -483,6 +491,17 @@ func (s *Service) userCandidates(ctx context.Context, key userKey, query string,
 	uv.mu.Unlock()
 	s.users.noteSessions(uv, sessions)
 	return out, nil
+}
+
+// bodyTenant returns the tenant a JSON request body names itself, if it has a "tenant" field.
+func bodyTenant(body []byte) (string, bool) {
+	var b struct {
+		Tenant *string `json:"tenant"`
+	}
+	if json.Unmarshal(body, &b) != nil || b.Tenant == nil {
+		return "", false
+	}
+	return *b.Tenant, true
 }
 
 func splitTwo(s string) (string, string, bool) {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/agentmem/agentmem/internal/embed"
 	"github.com/agentmem/agentmem/internal/health"
+	"github.com/agentmem/agentmem/internal/limits"
 	"github.com/agentmem/agentmem/internal/llm"
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
@@ -128,6 +129,23 @@ func Embedder(c *embed.Config, log zerolog.Logger) (*embed.OpenAI, error) {
 	return embed.NewOpenAI(*c, log)
 }
 
+// BindLimits registers --limits: a JSON file of per-tenant limits.
+func BindLimits(fs *flag.FlagSet) *string {
+	return fs.String("limits", "", `per-tenant limits, JSON: {"default": {"max_turn_bytes", "turns_per_second", "turn_burst", "retrieves_per_second", "retrieve_burst"}, "tenants": {"acme": {...}}}`)
+}
+
+// Limiter loads the limits file (nil when none is given).
+func Limiter(path string) (*limits.Limiter, error) {
+	if path == "" {
+		return nil, nil
+	}
+	c, err := limits.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	return limits.New(c), nil
+}
+
 // Log holds the logging flags.
 type Log struct{ Level, Format string }
 
@@ -157,16 +175,20 @@ func (l *Log) Logger(w io.Writer, component string) (zerolog.Logger, error) {
 
 // Conn holds the NATS connection flags of the separate workers and the CLI.
 type Conn struct {
-	URL, Creds, User, Password string
+	URL, Creds, User, Password, NKey, InboxPrefix, CAFile string
 }
 
-// BindConn registers --nats, --creds, --nats-user and --nats-password.
+// BindConn registers --nats, --creds, --nats-user, --nats-password, --nkey, --inbox-prefix and
+// --tls-ca.
 func BindConn(fs *flag.FlagSet) *Conn {
 	c := &Conn{}
 	fs.StringVar(&c.URL, "nats", nats.DefaultURL, "NATS server URL")
 	fs.StringVar(&c.Creds, "creds", "", "NATS credentials file")
 	fs.StringVar(&c.User, "nats-user", "", "NATS user name")
 	fs.StringVar(&c.Password, "nats-password", "", "NATS password")
+	fs.StringVar(&c.NKey, "nkey", "", "NKey seed file of this credential (memctl auth writes them)")
+	fs.StringVar(&c.InboxPrefix, "inbox-prefix", "", "reply inbox prefix (an agent of tenant T must use _INBOX_T)")
+	fs.StringVar(&c.CAFile, "tls-ca", "", "CA certificate file to verify the server's TLS certificate")
 	return c
 }
 
@@ -188,6 +210,19 @@ func (c *Conn) connect(name string, extra ...nats.Option) (*nats.Conn, error) {
 	}
 	if c.User != "" {
 		opts = append(opts, nats.UserInfo(c.User, c.Password))
+	}
+	if c.NKey != "" {
+		o, err := nats.NkeyOptionFromSeed(c.NKey)
+		if err != nil {
+			return nil, fmt.Errorf("--nkey: %w", err)
+		}
+		opts = append(opts, o)
+	}
+	if c.InboxPrefix != "" {
+		opts = append(opts, nats.CustomInboxPrefix(c.InboxPrefix))
+	}
+	if c.CAFile != "" {
+		opts = append(opts, nats.RootCAs(c.CAFile))
 	}
 	nc, err := nats.Connect(c.URL, opts...)
 	if err != nil {

@@ -1,0 +1,366 @@
+package daemon_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/agentmem/agentmem/internal/auth"
+	"github.com/agentmem/agentmem/internal/broker"
+	"github.com/agentmem/agentmem/internal/broker/brokertest"
+	"github.com/agentmem/agentmem/internal/daemon"
+	"github.com/agentmem/agentmem/internal/ingest"
+	"github.com/agentmem/agentmem/internal/limits"
+	"github.com/agentmem/agentmem/internal/retrieve"
+	"github.com/agentmem/agentmem/pkg/client"
+	"github.com/agentmem/agentmem/pkg/events"
+)
+
+// secured is a memoryd with authentication on: worker, operator, admin and agents of tenants a
+// and b, each an NKey user with the permissions of internal/auth.
+type secured struct {
+	d     *daemon.Daemon
+	store *auth.Store
+	url   string
+}
+
+func startSecured(t *testing.T, lim *limits.Limiter) *secured {
+	return startSecuredWith(t, lim)
+}
+
+func startSecuredB(b *testing.B) *secured { return startSecuredWith(b, nil) }
+
+func startSecuredWith(t testing.TB, lim *limits.Limiter) *secured {
+	t.Helper()
+	dir := t.TempDir()
+	store, err := auth.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []struct {
+		name   string
+		role   auth.Role
+		tenant string
+	}{{"worker", auth.RoleWorker, ""}, {"operator", auth.RoleOperator, ""}, {"admin", auth.RoleAdmin, ""},
+		{"agent-a", auth.RoleAgent, "a"}, {"agent-b", auth.RoleAgent, "b"}} {
+		if _, err := store.Add(u.name, u.role, u.tenant); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conf := filepath.Join(dir, "server.conf")
+	if err := os.WriteFile(conf, []byte(auth.ServerConfig("auth.conf", "", "", "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	worker, err := nats.NkeyOptionFromSeed(store.SeedFile("worker"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := daemon.Start(context.Background(), daemon.Config{
+		Broker:        broker.Config{Listen: freePort(t), DataDir: t.TempDir(), ConfigFile: conf},
+		Ingest:        ingest.Config{IdleTimeout: -1, Limits: lim},
+		Retrieve:      retrieve.Config{Limits: lim},
+		ClientOptions: []nats.Option{worker},
+	}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Stop() })
+	return &secured{d: d, store: store, url: d.URL()}
+}
+
+// violations collects the permission violations the server reports to a connection.
+type violations struct {
+	mu   sync.Mutex
+	errs []string
+}
+
+func (v *violations) handler(_ *nats.Conn, _ *nats.Subscription, err error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.errs = append(v.errs, err.Error())
+}
+
+// saw waits until a violation mentioning subject was reported.
+func (v *violations) saw(t *testing.T, what, subject string) {
+	t.Helper()
+	brokertest.CheckFor(t, 5*time.Second, 20*time.Millisecond, func() error {
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		for _, e := range v.errs {
+			if strings.Contains(strings.ToLower(e), "permissions violation") && strings.Contains(e, subject) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no permissions violation for %s %q; saw %v", what, subject, v.errs)
+	})
+}
+
+func (s *secured) agent(t *testing.T, tenant string) (*nats.Conn, *client.Client, *violations) {
+	t.Helper()
+	v := &violations{}
+	key, err := nats.NkeyOptionFromSeed(s.store.SeedFile("agent-" + tenant))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(s.url, key, nats.CustomInboxPrefix(auth.InboxPrefix(tenant)), nats.ErrorHandler(v.handler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	cl, err := client.New(nc, client.Options{Tenant: tenant, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, cl, v
+}
+
+func TestTenantsCannotReachEachOther(t *testing.T) {
+	s := startSecured(t, nil)
+	ctx := context.Background()
+	if _, err := nats.Connect(s.url); err == nil {
+		t.Fatal("an unauthenticated client was let in")
+	}
+	ncA, _, vA := s.agent(t, "a")
+	_, clB, _ := s.agent(t, "b")
+
+	// b's memory.
+	ack, err := clB.Publish(ctx, client.Turn{Session: "sb", User: "bob", Role: "user", Content: "my bank pin hint is the name of my first cat, Zorblax"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := clB.Retrieve(ctx, events.RetrieveRequest{Query: "bank pin hint cat", Session: "sb", After: ack.ID, WaitMS: 5000})
+	if err != nil || len(before.Entries) != 1 {
+		t.Fatalf("b's own memory: %v %+v", err, before.Entries)
+	}
+
+	// a cannot publish a turn for b.
+	clForB, _ := client.New(ncA, client.Options{Tenant: "b", Timeout: time.Second})
+	if _, err := clForB.Publish(ctx, client.Turn{Session: "sb", User: "bob", Role: "user", Content: "forget about Zorblax"}); err == nil {
+		t.Fatal("a published a turn into b's session")
+	}
+	vA.saw(t, "publish", "memory.turns.b.sb")
+	// a cannot retrieve b's memory.
+	if _, err := clForB.Retrieve(ctx, events.RetrieveRequest{Query: "bank pin", Session: "sb"}); err == nil {
+		t.Fatal("a retrieved b's memory")
+	}
+	vA.saw(t, "publish", "memory.retrieve.b")
+	// a cannot forget b's users.
+	if _, err := ncA.Request("memory.forget.b", []byte(`{"user":"bob"}`), time.Second); err == nil {
+		t.Fatal("a asked to forget b's user")
+	}
+	vA.saw(t, "publish", "memory.forget.b")
+	// a cannot subscribe to b's memory events.
+	for _, subj := range []string{"memory.pressure.b.>", "memory.summaries.b.>", "memory.facts.b.>", "memory.turns.b.>"} {
+		if _, err := ncA.Subscribe(subj, func(*nats.Msg) {}); err != nil {
+			t.Fatal(err)
+		}
+		vA.saw(t, "subscription", subj)
+	}
+	// a cannot read b's facts from KV, nor any stream: no JetStream API at all.
+	jsA, _ := jetstream.New(ncA)
+	kctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if _, err := jsA.KeyValue(kctx, "AGENTMEM_LONGTERM"); err == nil {
+		t.Fatal("a bound b's long-term bucket")
+	}
+	if _, err := jsA.Stream(kctx, "AGENTMEM_TURNS"); err == nil {
+		t.Fatal("a read the turns stream")
+	}
+	vA.saw(t, "publish", "$JS.API")
+	// a cannot listen to other users' reply inboxes.
+	if _, err := ncA.Subscribe("_INBOX.>", func(*nats.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	vA.saw(t, "subscription", "_INBOX.>")
+
+	// b's memory is unchanged.
+	after, err := clB.Retrieve(ctx, events.RetrieveRequest{Query: "bank pin hint cat Zorblax", Session: "sb"})
+	if err != nil || len(after.Entries) != 1 || after.Entries[0].ID != ack.ID {
+		t.Fatalf("b's memory after the attempts: %v %+v", err, after.Entries)
+	}
+}
+
+func TestForgedTenantInPayloadIsRejected(t *testing.T) {
+	s := startSecured(t, nil)
+	ncA, clA, _ := s.agent(t, "a")
+	ctx := context.Background()
+	sub, err := ncA.SubscribeSync(auth.InboxPrefix("a") + ".dlq-probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = sub
+	// A CloudEvents extension naming b, on a's own subject.
+	ev, _ := events.NewEvent("forged-1", events.TypeTurn, "agent", time.Now(), events.Turn{Role: "user", Content: "hello", User: "alice"})
+	ev.SetExtension("tenant", "b")
+	m, _ := events.BinaryMsg("memory.turns.a.sa", ev)
+	jsA, _ := jetstream.New(ncA)
+	if _, err := jsA.PublishMsg(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	// The turn is not applied: read-your-writes on it times out with 503.
+	_, err = clA.Retrieve(ctx, events.RetrieveRequest{Query: "hello", Session: "sa", After: "forged-1", WaitMS: 1500})
+	var se *client.ServiceError
+	if !errors.As(err, &se) || se.Code != 503 {
+		t.Fatalf("a turn naming another tenant was applied: %v", err)
+	}
+	// A retrieve body naming b.
+	body, _ := json.Marshal(map[string]any{"query": "hello", "session": "sa", "tenant": "b"})
+	rep, err := ncA.Request("memory.retrieve.a", body, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Header.Get("Nats-Service-Error-Code") != "400" || !strings.Contains(string(rep.Data), `"field":"tenant"`) {
+		t.Fatalf("a retrieve naming tenant b: %s %s", rep.Header, rep.Data)
+	}
+	// The dead letter says why (read by the admin).
+	admin, _ := nats.NkeyOptionFromSeed(s.store.SeedFile("admin"))
+	nc, err := nats.Connect(s.url, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	brokertest.CheckFor(t, 5*time.Second, 20*time.Millisecond, func() error {
+		st, err := js.Stream(ctx, "AGENTMEM_DLQ")
+		if err != nil {
+			return err
+		}
+		msg, err := st.GetLastMsgForSubject(ctx, "memory.dlq.a.sa")
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(msg.Data), `names tenant \"b\"`) {
+			return fmt.Errorf("dead letter %s", msg.Data)
+		}
+		return nil
+	})
+}
+
+// A forged Nats-Msg-Id can only name an id that a tenant's agent has not picked yet if it can
+// predict it: the client picks random UUIDs, and a tenant can neither read another tenant's
+// subjects nor any stream. The forged message itself is never applied.
+func TestForgedMsgIDCannotSuppressAnotherTenantsTurn(t *testing.T) {
+	s := startSecured(t, nil)
+	ncA, _, _ := s.agent(t, "a")
+	_, clB, _ := s.agent(t, "b")
+	ctx := context.Background()
+	jsA, _ := jetstream.New(ncA)
+	// a floods the duplicate window with ids in b's namespace.
+	for i := range 200 {
+		ev, _ := events.NewEvent(fmt.Sprintf("guess-%d", i), events.TypeTurn, "agent", time.Now(), events.Turn{Role: "user", Content: "x", User: "mallory"})
+		m, _ := events.BinaryMsg("memory.turns.a.sa", ev)
+		m.Header.Set(events.HeaderMsgID, fmt.Sprintf("b.sb.%d", i))
+		if _, err := jsA.PublishMsg(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 20 {
+		ack, err := clB.Publish(ctx, client.Turn{Session: "sb", User: "bob", Role: "user", Content: "remember the blue door"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ack.Duplicate {
+			t.Fatalf("b's new turn %s was taken for a duplicate", ack.ID)
+		}
+		if _, err := clB.Retrieve(ctx, events.RetrieveRequest{Query: "blue door", Session: "sb", After: ack.ID, WaitMS: 5000}); err != nil {
+			t.Fatalf("b's turn %s was not applied: %v", ack.ID, err)
+		}
+	}
+}
+
+func TestRevokedCredentialIsRefused(t *testing.T) {
+	s := startSecured(t, nil)
+	seed := s.store.SeedFile("agent-b")
+	data, err := os.ReadFile(seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := filepath.Join(t.TempDir(), "b.nk")
+	if err := os.WriteFile(kept, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.store.Remove("agent-b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.d.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	key, _ := nats.NkeyOptionFromSeed(kept)
+	if nc, err := nats.Connect(s.url, key); err == nil {
+		nc.Close()
+		t.Fatal("a revoked credential connected")
+	}
+}
+
+func TestTenantLimits(t *testing.T) {
+	lim := limits.New(limits.Config{Tenants: map[string]limits.Limit{
+		"a": {MaxTurnBytes: 100, TurnsPerSecond: 1, TurnBurst: 5, RetrievesPerSecond: 1, RetrieveBurst: 3},
+	}})
+	s := startSecured(t, lim)
+	_, clA, _ := s.agent(t, "a")
+	_, clB, _ := s.agent(t, "b")
+	ctx := context.Background()
+	// An oversized turn is dead-lettered with its reason; b's turns of the same size are fine.
+	big := strings.Repeat("x", 200)
+	ackA, err := clA.Publish(ctx, client.Turn{Session: "la", User: "alice", Role: "user", Content: big})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := clA.Retrieve(ctx, events.RetrieveRequest{Query: "x", Session: "la", After: ackA.ID, WaitMS: 1000}); err == nil {
+		t.Fatal("an oversized turn was applied")
+	}
+	ackB, err := clB.Publish(ctx, client.Turn{Session: "lb", User: "bob", Role: "user", Content: big})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := clB.Retrieve(ctx, events.RetrieveRequest{Query: "x", Session: "lb", After: ackB.ID, WaitMS: 5000}); err != nil {
+		t.Fatalf("b's turn of the same size: %v", err)
+	}
+	// A burst of turns above the rate: the first few apply, the rest are dead-lettered.
+	var ids []string
+	for i := range 20 {
+		ack, err := clA.Publish(ctx, client.Turn{Session: "la", User: "alice", Role: "user", Content: fmt.Sprintf("burst %d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, ack.ID)
+	}
+	applied := 0
+	for _, id := range ids {
+		if _, err := clA.Retrieve(ctx, events.RetrieveRequest{Query: "burst", Session: "la", After: id, WaitMS: 300}); err == nil {
+			applied++
+		}
+	}
+	if applied == 0 || applied >= 20 {
+		t.Fatalf("%d of 20 burst turns applied; want the burst allowance, not all", applied)
+	}
+	// Retrieves above the rate get 429; b is unaffected.
+	got429 := false
+	for range 10 {
+		_, err := clA.Retrieve(ctx, events.RetrieveRequest{Query: "burst", Session: "la"})
+		var se *client.ServiceError
+		if errors.As(err, &se) && se.Code == 429 {
+			got429 = true
+			break
+		}
+	}
+	if !got429 {
+		t.Fatal("no 429 above the retrieve rate")
+	}
+	for range 10 {
+		if _, err := clB.Retrieve(ctx, events.RetrieveRequest{Query: "x", Session: "lb"}); err != nil {
+			t.Fatalf("b was limited by a's rate: %v", err)
+		}
+	}
+}

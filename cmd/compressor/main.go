@@ -32,6 +32,7 @@ func run(ctx context.Context, args []string) error {
 	concurrency := fs.Int("concurrency", 4, "compressions running at once")
 	conn := settings.BindConn(fs)
 	healthAddr := settings.BindHealth(fs)
+	metricsAddr := settings.BindMetrics(fs)
 	llmCfg := settings.BindLLM(fs)
 	topo := settings.BindTopology(fs)
 	logf := settings.BindLog(fs)
@@ -58,6 +59,8 @@ func run(ctx context.Context, args []string) error {
 	if err := t.Ensure(setup, js); err != nil {
 		return fmt.Errorf("creating streams and buckets: %w", err)
 	}
+	m := settings.WorkerMetrics(js, t, func(_, consumer string) bool { return consumer == t.CompressorConsumer() })
+	llmCfg.Metrics = m
 	var chat compress.Chat
 	model := ""
 	if llmCfg.Enabled() {
@@ -67,12 +70,13 @@ func run(ctx context.Context, args []string) error {
 		}
 		chat, model = c, c.Model()
 	}
-	w, err := compress.New(setup, compress.Config{Topology: t, Concurrency: *concurrency}, js, chat, model, log)
+	w, err := compress.New(setup, compress.Config{Topology: t, Concurrency: *concurrency, Metrics: m}, js, chat, model, log)
 	if err != nil {
 		return err
 	}
 	// Ready (for /readyz) once the worker exists and its consumers are created.
-	settings.ServeHealth(ctx, *healthAddr, nc, log)
+	settings.ServeHealth(ctx, *healthAddr, nc, m, log)
+	settings.ServeMetrics(ctx, *metricsAddr, m, log)
 	if err := w.Run(ctx); err != nil {
 		return err
 	}

@@ -34,6 +34,7 @@ func run(ctx context.Context, args []string) error {
 	tokenizer := fs.String("tokenizer", "estimate", "token counter: estimate or o200k")
 	conn := settings.BindConn(fs)
 	healthAddr := settings.BindHealth(fs)
+	metricsAddr := settings.BindMetrics(fs)
 	llmCfg := settings.BindLLM(fs)
 	topo := settings.BindTopology(fs)
 	logf := settings.BindLog(fs)
@@ -60,6 +61,10 @@ func run(ctx context.Context, args []string) error {
 	if err := t.Ensure(setup, js); err != nil {
 		return fmt.Errorf("creating streams and buckets: %w", err)
 	}
+	m := settings.WorkerMetrics(js, t, func(_, consumer string) bool {
+		return consumer == t.ExtractorEndConsumer() || consumer == t.ExtractorSummaryConsumer()
+	})
+	llmCfg.Metrics = m
 	var chat extract.Chat
 	model := ""
 	if llmCfg.Enabled() {
@@ -69,12 +74,13 @@ func run(ctx context.Context, args []string) error {
 		}
 		chat, model = c, c.Model()
 	}
-	w, err := extract.New(setup, extract.Config{Topology: t, Concurrency: *concurrency, MinConfidence: *minConfidence, Tokenizer: *tokenizer}, js, chat, model, log)
+	w, err := extract.New(setup, extract.Config{Topology: t, Concurrency: *concurrency, MinConfidence: *minConfidence, Tokenizer: *tokenizer, Metrics: m}, js, chat, model, log)
 	if err != nil {
 		return err
 	}
 	// Ready (for /readyz) once the worker exists and its consumers are created.
-	settings.ServeHealth(ctx, *healthAddr, nc, log)
+	settings.ServeHealth(ctx, *healthAddr, nc, m, log)
+	settings.ServeMetrics(ctx, *metricsAddr, m, log)
 	if err := w.Run(ctx); err != nil {
 		return err
 	}

@@ -38,6 +38,7 @@ func run(ctx context.Context, args []string) error {
 	memberTTL := fs.Duration("member-ttl", 6*time.Second, "how long a member that stopped its heartbeats keeps its partitions")
 	conn := settings.BindConn(fs)
 	healthAddr := settings.BindHealth(fs)
+	metricsAddr := settings.BindMetrics(fs)
 	budget := settings.BindBudget(fs)
 	topo := settings.BindTopology(fs)
 	limitsFile := settings.BindLimits(fs)
@@ -73,16 +74,18 @@ func run(ctx context.Context, args []string) error {
 	if err := t.Ensure(setup, js); err != nil {
 		return fmt.Errorf("creating streams and buckets: %w", err)
 	}
+	m := settings.WorkerMetrics(js, t, func(_, consumer string) bool { return strings.HasPrefix(consumer, t.Prefix+"_ingest_") })
 	w, err := ingest.New(setup, ingest.Config{
 		Topology: t, Budget: budget.Memory(), Tokenizer: budget.Tokenizer, SummaryTokens: *summaryTokens,
 		MaxContentBytes: *maxContent, IdleTimeout: *idle, RepressureAfter: *repressure, Partitions: owned,
-		Member: *member, MemberTTL: *memberTTL, Limits: lim,
+		Member: *member, MemberTTL: *memberTTL, Limits: lim, Metrics: m,
 	}, js, log)
 	if err != nil {
 		return err
 	}
 	// Ready (for /readyz) once the worker exists and its consumers are created.
-	settings.ServeHealth(ctx, *healthAddr, nc, log)
+	settings.ServeHealth(ctx, *healthAddr, nc, m, log)
+	settings.ServeMetrics(ctx, *metricsAddr, m, log)
 	if err := w.Run(ctx); err != nil {
 		return err
 	}

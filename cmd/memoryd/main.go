@@ -18,6 +18,7 @@ import (
 	"github.com/agentmem/agentmem/internal/daemon"
 	"github.com/agentmem/agentmem/internal/extract"
 	"github.com/agentmem/agentmem/internal/ingest"
+	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/internal/retrieve"
 	"github.com/agentmem/agentmem/pkg/memory"
 )
@@ -45,6 +46,8 @@ func run(ctx context.Context, args []string) error {
 	decay := fs.String("decay", "linear:24h:0.5", "time decay of retrieval scores: linear:WINDOW:FLOOR, halflife:HALFLIFE:FLOOR or none")
 	llmCfg := settings.BindLLM(fs)
 	healthAddr := settings.BindHealth(fs)
+	metricsAddr := settings.BindMetrics(fs)
+	httpAddr := fs.String("http", "", "address of the HTTP server: /metrics, /healthz, /readyz (empty: none)")
 	budget := settings.BindBudget(fs)
 	topo := settings.BindTopology(fs)
 	embedCfg := settings.BindEmbed(fs)
@@ -66,6 +69,8 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--decay: %w", err)
 	}
+	m := metrics.New()
+	embedCfg.Metrics = m
 	emb, err := settings.Embedder(embedCfg, log)
 	if err != nil {
 		return err
@@ -84,6 +89,7 @@ func run(ctx context.Context, args []string) error {
 		Retrieve: retrieve.Config{Tokenizer: budget.Tokenizer, Decay: d, Embedder: embedder, Limits: lim},
 		Extract:  extract.Config{Tokenizer: budget.Tokenizer},
 		LLM:      *llmCfg,
+		Metrics:  m,
 	}
 	if *nkey != "" {
 		o, err := nats.NkeyOptionFromSeed(*nkey)
@@ -108,7 +114,12 @@ func run(ctx context.Context, args []string) error {
 			}
 		}
 	}()
-	settings.ServeHealth(ctx, *healthAddr, dm.Conn(), log)
+	settings.ServeHealth(ctx, *healthAddr, dm.Conn(), m, log)
+	settings.ServeMetrics(ctx, *metricsAddr, m, log)
+	if err := serveHTTP(ctx, *httpAddr, dm, m, log); err != nil {
+		_ = dm.Stop()
+		return fmt.Errorf("--http: %w", err)
+	}
 	select {
 	case <-ctx.Done():
 		log.Info().Msg("shutting down: draining workers")

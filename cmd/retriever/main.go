@@ -31,6 +31,7 @@ func run(ctx context.Context, args []string) error {
 	decay := fs.String("decay", "linear:24h:0.5", "time decay of retrieval scores: linear:WINDOW:FLOOR, halflife:HALFLIFE:FLOOR or none")
 	conn := settings.BindConn(fs)
 	healthAddr := settings.BindHealth(fs)
+	metricsAddr := settings.BindMetrics(fs)
 	budget := settings.BindBudget(fs)
 	topo := settings.BindTopology(fs)
 	embedCfg := settings.BindEmbed(fs)
@@ -52,14 +53,6 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--decay: %w", err)
 	}
-	emb, err := settings.Embedder(embedCfg, log)
-	if err != nil {
-		return err
-	}
-	var embedder retrieve.Embedder
-	if emb != nil {
-		embedder = emb
-	}
 	nc, err := conn.ConnectWorker("agentmem-retriever")
 	if err != nil {
 		return err
@@ -75,12 +68,23 @@ func run(ctx context.Context, args []string) error {
 	if err := t.Ensure(setup, js); err != nil {
 		return fmt.Errorf("creating streams and buckets: %w", err)
 	}
-	svc, err := retrieve.New(setup, retrieve.Config{Topology: t, Tokenizer: budget.Tokenizer, Decay: d, Embedder: embedder, Limits: lim}, nc, js, log)
+	m := settings.WorkerMetrics(js, t, func(string, string) bool { return false })
+	embedCfg.Metrics = m
+	emb, err := settings.Embedder(embedCfg, log)
+	if err != nil {
+		return err
+	}
+	var embedder retrieve.Embedder
+	if emb != nil {
+		embedder = emb
+	}
+	svc, err := retrieve.New(setup, retrieve.Config{Topology: t, Tokenizer: budget.Tokenizer, Decay: d, Embedder: embedder, Limits: lim, Metrics: m}, nc, js, log)
 	if err != nil {
 		return err
 	}
 	// Ready (for /readyz) once the worker exists and its consumers are created.
-	settings.ServeHealth(ctx, *healthAddr, nc, log)
+	settings.ServeHealth(ctx, *healthAddr, nc, m, log)
+	settings.ServeMetrics(ctx, *metricsAddr, m, log)
 	if err := svc.Run(ctx); err != nil {
 		return err
 	}

@@ -35,6 +35,7 @@ import (
 	"github.com/agentmem/agentmem/internal/deadletter"
 	"github.com/agentmem/agentmem/internal/llm"
 	"github.com/agentmem/agentmem/internal/longterm"
+	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/internal/summarize"
 	"github.com/agentmem/agentmem/internal/usage"
@@ -60,6 +61,8 @@ type Config struct {
 	// NoConsumer builds a compressor for direct Compress calls (a replay) without its consumer;
 	// Run must not be called then.
 	NoConsumer bool
+	// Metrics records compressions and their token savings; nil records nothing.
+	Metrics *metrics.Metrics
 }
 
 // Chat is what the compressor needs of an LLM.
@@ -143,7 +146,8 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 			t, s, _ := parsePressureSubject(m.Subject())
 			return t, s
 		},
-	}, js, deadletter.NewWriter(js, 0), w.handle, log)
+		Metrics: cfg.Metrics,
+	}, js, deadletter.NewWriter(js, 0).Instrument(cfg.Metrics, "compressor"), w.handle, log)
 	return w, nil
 }
 
@@ -251,7 +255,12 @@ func (w *Worker) Compress(ctx context.Context, tenant string, p events.Pressure)
 			res.Summarizer = "extractive (llm rejected: " + reason + ")"
 		}
 	}
+	mode := "extractive"
+	if w.llm != w.fallback && (err != nil || !strings.HasPrefix(res.Summarizer, "extractive")) {
+		mode = "llm"
+	}
 	if err != nil {
+		w.cfg.Metrics.Compression(mode, 0, 0, time.Since(start), err)
 		return longterm.Summary{}, false, fmt.Errorf("summarising %d entries: %w", len(entries), err)
 	}
 	newest := time.Time{}
@@ -286,6 +295,7 @@ func (w *Worker) Compress(ctx context.Context, tenant string, p events.Pressure)
 	if _, err := w.store.PutSummary(ctx, sum); err != nil {
 		return longterm.Summary{}, false, err
 	}
+	w.cfg.Metrics.Compression(mode, tokens(entries), sum.Tokens, time.Since(start), nil)
 	w.log.Info().Str("tenant", tenant).Str("session", sess).Int("pressure", p.Number).Int("entries", len(entries)).
 		Int("tokens_before", tokens(entries)).Int("tokens_after", sum.Tokens).Int("llm_calls", res.Usage.Calls).
 		Dur("took", time.Since(start)).Msg("compressed")

@@ -20,6 +20,7 @@ import (
 	"github.com/agentmem/agentmem/internal/extract"
 	"github.com/agentmem/agentmem/internal/ingest"
 	"github.com/agentmem/agentmem/internal/llm"
+	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/internal/retrieve"
 	"github.com/agentmem/agentmem/pkg/events"
 )
@@ -42,6 +43,9 @@ type Config struct {
 	// ClientOptions are added to the daemon's own connection (its credential when the server
 	// requires authentication).
 	ClientOptions []nats.Option
+	// Metrics, when not nil, is given to every worker and the LLM client, and gains the lag of
+	// every consumer and the size of every stream.
+	Metrics *metrics.Metrics
 }
 
 // Daemon is a running all-in-one process.
@@ -66,6 +70,8 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Daemon, error)
 	}
 	cfg.Ingest.Topology, cfg.Retrieve.Topology = cfg.Topology, cfg.Topology
 	cfg.Compress.Topology, cfg.Extract.Topology = cfg.Topology, cfg.Topology
+	cfg.Ingest.Metrics, cfg.Retrieve.Metrics, cfg.Compress.Metrics = cfg.Metrics, cfg.Metrics, cfg.Metrics
+	cfg.Extract.Metrics, cfg.LLM.Metrics = cfg.Metrics, cfg.Metrics
 	var chat *llm.Client
 	if cfg.LLM.Enabled() {
 		var err error
@@ -100,6 +106,9 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Daemon, error)
 	defer cancelSetup()
 	if err := cfg.Topology.Ensure(setup, js); err != nil {
 		return fail(fmt.Errorf("creating streams and buckets: %w", err))
+	}
+	if err := cfg.Metrics.Register(metrics.LagCollector(js, cfg.Topology, nil, 5*time.Second)); err != nil {
+		return fail(fmt.Errorf("registering the consumer lag collector: %w", err))
 	}
 	in, err := ingest.New(setup, cfg.Ingest, js, log)
 	if err != nil {

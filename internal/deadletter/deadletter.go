@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/pkg/events"
 )
 
@@ -20,8 +21,10 @@ const DefaultMaxBody = 64 << 10
 
 // Writer publishes dead-letter records into the dead-letter stream.
 type Writer struct {
-	js      jetstream.JetStream
-	maxBody int
+	js        jetstream.JetStream
+	maxBody   int
+	metrics   *metrics.Metrics
+	component string
 }
 
 // NewWriter returns a Writer that keeps at most maxBody bytes of each body (DefaultMaxBody when <= 0).
@@ -30,6 +33,14 @@ func NewWriter(js jetstream.JetStream, maxBody int) *Writer {
 		maxBody = DefaultMaxBody
 	}
 	return &Writer{js: js, maxBody: maxBody}
+}
+
+// Instrument returns a copy of w that counts the records it stores (not the duplicates the
+// stream drops) in m, under component and each record's Class.
+func (w *Writer) Instrument(m *metrics.Metrics, component string) *Writer {
+	c := *w
+	c.metrics, c.component = m, component
+	return &c
 }
 
 // Record is what Write needs to know about a message.
@@ -47,7 +58,25 @@ type Record struct {
 	Delivered uint64
 	// Reason says what is wrong, for a person to act on.
 	Reason string
+	// Class is the reason's class, one of the Class constants, for the metrics.
+	Class string
 }
+
+// Reason classes: the short, bounded label a dead letter is counted under in the metrics (its
+// Reason is free text).
+const (
+	ClassMalformed      = "malformed"       // not a CloudEvent, or a subject naming no session
+	ClassInvalid        = "invalid"         // a CloudEvent whose data breaks the contract
+	ClassTenantMismatch = "tenant_mismatch" // the payload names another tenant than the subject
+	ClassMsgID          = "msg_id_mismatch" // Nats-Msg-Id does not match the subject and ce-id
+	ClassTooLarge       = "too_large"       // content over the byte limit
+	ClassRateLimited    = "rate_limited"    // over the tenant's turn rate
+	ClassOwner          = "owner_mismatch"  // another user's session, or no user on a first turn
+	ClassUnknownType    = "unknown_type"    // an event type the consumer does not handle
+	ClassInternal       = "internal"        // a panic while applying the message
+	ClassRejected       = "rejected"        // a worker's handler refused the message for good
+	ClassExhausted      = "exhausted"       // JetStream stopped redelivering (max deliveries)
+)
 
 // Write stores the record and waits for the stream's acknowledgement. Records are deduplicated
 // by the original stream and sequence, so writing the same one twice stores it once.
@@ -80,8 +109,12 @@ func (w *Writer) Write(ctx context.Context, r Record) error {
 	if dl.Stream != "" && dl.StreamSeq != 0 {
 		msg.Header.Set(events.HeaderMsgID, "dlq."+dl.Stream+"."+strconv.FormatUint(dl.StreamSeq, 10))
 	}
-	if _, err := w.js.PublishMsg(ctx, msg); err != nil {
+	ack, err := w.js.PublishMsg(ctx, msg)
+	if err != nil {
 		return fmt.Errorf("writing dead letter to %s: %w", msg.Subject, err)
+	}
+	if !ack.Duplicate {
+		w.metrics.DeadLetter(w.component, r.Class)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentmem/agentmem/internal/llm"
+	"github.com/agentmem/agentmem/internal/metrics"
 )
 
 // Defaults of Config.
@@ -42,6 +43,9 @@ type Config struct {
 	// CacheEntries bounds the vectors kept in memory, least recently used out first
 	// (default 100,000; negative disables the cache).
 	CacheEntries int
+	// Metrics records requests, tokens and failed attempts by provider and model; nil records
+	// nothing.
+	Metrics *metrics.Metrics
 }
 
 func (c Config) withDefaults() Config {

@@ -21,6 +21,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentmem/agentmem/internal/llm"
+	"github.com/agentmem/agentmem/internal/metrics"
 )
 
 // OpenAI embeds texts with an OpenAI-compatible embeddings endpoint. It is safe for concurrent
@@ -32,6 +33,7 @@ type OpenAI struct {
 	dim   atomic.Int64
 	retry llm.RetryPolicy
 	log   zerolog.Logger
+	obs   metrics.LLM
 }
 
 // NewOpenAI returns an embedding client for cfg after applying defaults. It fails when cfg is
@@ -54,6 +56,7 @@ func NewOpenAI(cfg Config, log zerolog.Logger) (*OpenAI, error) {
 		cache: newCache(cfg.CacheEntries),
 		retry: cfg.retryPolicy(),
 	}
+	o.obs = cfg.Metrics.LLM(base.Host, cfg.Model, "embed")
 	o.log = log.With().Str("component", "embed").Str("provider", base.Host).Str("model", cfg.Model).Logger()
 	o.retry.OnRetry = func(attempt int, wait time.Duration, err error) {
 		o.log.Warn().Int("attempt", attempt).Dur("wait", wait).Err(err).Msg("embedding request failed; retrying")
@@ -148,16 +151,24 @@ func (o *OpenAI) embedBatch(ctx context.Context, texts []string) ([][]float32, e
 		params.Dimensions = openai.Int(int64(o.cfg.Dimensions))
 	}
 	var vecs [][]float32
+	var tokens int
+	start := time.Now()
 	err := o.retry.Do(ctx, func(int) (time.Duration, bool, error) {
-		return llm.Attempt(ctx, o.cfg.Timeout, func(ctx context.Context, opts ...option.RequestOption) error {
+		ra, transient, err := llm.Attempt(ctx, o.cfg.Timeout, func(ctx context.Context, opts ...option.RequestOption) error {
 			res, err := o.svc.New(ctx, params, opts...)
 			if err != nil {
 				return err
 			}
+			tokens = int(res.Usage.PromptTokens)
 			vecs, err = o.vectors(res.Data, len(texts))
 			return err
 		})
+		if err != nil {
+			o.obs.AttemptFailed(llm.ErrorKind(err))
+		}
+		return ra, transient, err
 	})
+	o.obs.Call(time.Since(start), tokens, 0, err)
 	return vecs, err
 }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/agentmem/agentmem/internal/fact"
 	"github.com/agentmem/agentmem/internal/llm"
 	"github.com/agentmem/agentmem/internal/longterm"
+	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/internal/usage"
 	"github.com/agentmem/agentmem/internal/worker"
@@ -59,6 +60,8 @@ type Config struct {
 	// NoConsumers builds an extractor for direct Extract calls (a replay) without its consumers
 	// and without publishing fact events; Run must not be called then.
 	NoConsumers bool
+	// Metrics records extraction runs and fact changes; nil records nothing.
+	Metrics *metrics.Metrics
 }
 
 // errNotApplied: ingest has not decided the session up to the trigger yet.
@@ -128,7 +131,7 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 		reader: archive.NewReader(js, topo.TurnsStream()),
 		log:    log.With().Str("component", "extractor").Logger(),
 	}
-	dlq := deadletter.NewWriter(js, 0)
+	dlq := deadletter.NewWriter(js, 0).Instrument(cfg.Metrics, "extractor")
 	place := func(m worker.Subjected) (string, string) {
 		parts := strings.Split(m.Subject(), ".")
 		if len(parts) == 5 {
@@ -140,11 +143,13 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 		Name: "extractor-ends", Stream: topo.TurnsStream(), Consumer: topo.ExtractorEndConsumer(),
 		Concurrency: cfg.Concurrency, MaxDeliver: events.WorkerMaxDeliver, Place: place, Backoff: cfg.Backoff,
 		// Turns are ingest's business: only session ends trigger an extraction.
-		Skip: func(m jetstream.Msg) bool { return !maybeEnd(m.Headers()) },
+		Skip:    func(m jetstream.Msg) bool { return !maybeEnd(m.Headers()) },
+		Metrics: cfg.Metrics,
 	}, js, dlq, w.handleEnd, log)
 	w.sums = worker.New(worker.Config{
 		Name: "extractor-summaries", Stream: topo.SummaryStream(), Consumer: topo.ExtractorSummaryConsumer(),
 		Concurrency: cfg.Concurrency, MaxDeliver: events.WorkerMaxDeliver, Place: place, Backoff: cfg.Backoff,
+		Metrics: cfg.Metrics,
 	}, js, dlq, w.handleSummary, log)
 	return w, nil
 }
@@ -294,6 +299,11 @@ func (w *Worker) extract(ctx context.Context, k session.Key, upTo uint64, redeli
 		return err
 	}
 	cands, extractor, err := w.candidates(ctx, k, turns)
+	mode := "rules"
+	if w.chat != nil {
+		mode = "llm"
+	}
+	w.cfg.Metrics.Extraction(mode, err)
 	if err != nil {
 		return err
 	}
@@ -316,6 +326,7 @@ func (w *Worker) extract(ctx context.Context, k session.Key, upTo uint64, redeli
 		if err != nil {
 			return err
 		}
+		w.countChange(ch)
 		if err := w.announce(ctx, k.Tenant, user, ch, redelivered); err != nil {
 			return err
 		}
@@ -427,6 +438,21 @@ func (w *Worker) candidates(ctx context.Context, k session.Key, turns []fact.Tur
 		return nil, "", err
 	}
 	return cands, "llm:" + w.model, nil
+}
+
+// countChange counts one stored fact change in the metrics.
+func (w *Worker) countChange(ch longterm.FactChange) {
+	m := w.cfg.Metrics
+	switch {
+	case ch.Added && ch.SupersededBy != "":
+		m.Facts("added", 1)
+		m.Facts("superseded", 1) // older than the live fact of its key: straight into the history
+	case ch.Added:
+		m.Facts("added", 1)
+	default:
+		m.Facts("reinforced", 1)
+	}
+	m.Facts("superseded", len(ch.Superseded))
 }
 
 // announce publishes the fact events of one change. A first delivery publishes what changed; a

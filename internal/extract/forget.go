@@ -257,6 +257,7 @@ func (w *Worker) forgetFact(ctx context.Context, tenant string, fr events.Forget
 			return events.ForgetReply{}, err
 		}
 		if changed {
+			w.cfg.Metrics.Facts("deleted", 1)
 			if err := w.publishFact(ctx, tenant, fr.User, "fact-deleted-"+f.ID, events.FactDeleted, f); err != nil {
 				return events.ForgetReply{}, err
 			}
@@ -268,6 +269,7 @@ func (w *Worker) forgetFact(ctx context.Context, tenant string, fr events.Forget
 	if err != nil {
 		return events.ForgetReply{}, err
 	}
+	w.cfg.Metrics.Facts("corrected", 1)
 	if err := w.publishFact(ctx, tenant, fr.User, "fact-added-"+nf.ID, events.FactAdded, nf); err != nil {
 		return events.ForgetReply{}, err
 	}

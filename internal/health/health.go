@@ -24,12 +24,21 @@ type Check func() error
 type Server struct {
 	mu     sync.Mutex
 	checks map[string]Check
+	extra  map[string]http.Handler
 	log    zerolog.Logger
 }
 
 // New returns a server with no checks (ready at once).
 func New(log zerolog.Logger) *Server {
-	return &Server{checks: map[string]Check{}, log: log.With().Str("component", "health").Logger()}
+	return &Server{checks: map[string]Check{}, extra: map[string]http.Handler{}, log: log.With().Str("component", "health").Logger()}
+}
+
+// Handle serves h on pattern (a net/http ServeMux pattern such as "GET /metrics") next to the
+// health endpoints. Call it before Handler or Serve.
+func (s *Server) Handle(pattern string, h http.Handler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.extra[pattern] = h
 }
 
 // Add registers a readiness check under a name.
@@ -78,6 +87,11 @@ func (s *Server) Handler() http.Handler {
 		}
 		_, _ = w.Write([]byte(`{"status":"ready"}`))
 	})
+	s.mu.Lock()
+	for p, h := range s.extra {
+		mux.Handle(p, h)
+	}
+	s.mu.Unlock()
 	return mux
 }
 

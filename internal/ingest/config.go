@@ -33,6 +33,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/agentmem/agentmem/internal/limits"
+	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
 )
@@ -65,6 +66,8 @@ type Config struct {
 	// default) the process joins the ingest members and owns the partitions rendezvous hashing
 	// gives it among the live members (all of them when it runs alone).
 	Partitions []int
+	// Metrics records what the worker does; nil records nothing.
+	Metrics *metrics.Metrics
 	// NoConsumers builds a worker for Replay without consumers; Run must not be called then.
 	NoConsumers bool
 	// Member names this process among the ingest members (default: host-pid-random).

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
@@ -39,6 +40,10 @@ func natsMsg(subject string, h nats.Header, data []byte) *nats.Msg {
 type effects struct {
 	msgs    []*nats.Msg
 	letters []deadletter.Record
+	// For the metrics, recorded once the session is committed: the class of each letter, and
+	// the turns, session ends, duplicates and pressure events of the batch.
+	classes                                []string
+	turns, ends, idleEnds, dups, pressures int
 }
 
 func (w *Worker) processSession(part *partition, k session.Key, items []*item) {
@@ -48,8 +53,10 @@ func (w *Worker) processSession(part *partition, k session.Key, items []*item) {
 		w.failures.Add(1)
 		part.drop(k)
 		lvl := w.log.Warn()
+		w.cfg.Metrics.TransientFailure("ingest", len(items))
 		if errors.Is(err, session.ErrConflict) {
 			w.conflicts.Add(1)
+			w.cfg.Metrics.Conflict()
 			lvl = w.log.Info()
 		}
 		lvl.Err(err).Str("tenant", k.Tenant).Str("session", k.Session).Int("messages", len(items)).
@@ -116,6 +123,7 @@ func (w *Worker) processSession(part *partition, k session.Key, items []*item) {
 		}
 		w.commits.Add(1)
 		w.idle.touch(st.Header)
+		w.record(fx)
 	}
 	for _, it := range items {
 		if it.bad != "" {
@@ -123,6 +131,23 @@ func (w *Worker) processSession(part *partition, k session.Key, items []*item) {
 		} else {
 			_ = it.msg.Ack()
 		}
+	}
+}
+
+// record counts a committed batch of one session in the metrics.
+func (w *Worker) record(fx *effects) {
+	m := w.cfg.Metrics
+	if m == nil {
+		return
+	}
+	m.Applied(fx.turns, fx.ends)
+	m.Duplicates(fx.dups)
+	m.Pressure(fx.pressures)
+	for range fx.ends - fx.idleEnds {
+		m.SessionEnded("event")
+	}
+	for range fx.idleEnds {
+		m.SessionEnded("idle")
 	}
 }
 
@@ -169,23 +194,24 @@ func (w *Worker) decide(st *session.State, m message, fx *effects) (bad string) 
 	defer func() {
 		if r := recover(); r != nil {
 			bad = fmt.Sprintf("internal error while applying the message: %v", r)
-			w.reject(st, m, "", bad, fx)
+			w.reject(st, m, "", bad, deadletter.ClassInternal, fx)
 		}
 	}()
 	ev, err := events.Decode(natsMsg(m.subject, m.header, m.data))
 	if err != nil {
-		return w.reject(st, m, m.header.Get("ce-id"), err.Error(), fx)
+		return w.reject(st, m, m.header.Get("ce-id"), err.Error(), deadletter.ClassMalformed, fx)
 	}
 	id := ev.ID()
 	if named, ok := namedTenant(ev); ok && named != m.addr.Tenant {
-		return w.reject(st, m, id, fmt.Sprintf("the event names tenant %q on the subject of tenant %q: the tenant is the subject's", named, m.addr.Tenant), fx)
+		return w.reject(st, m, id, fmt.Sprintf("the event names tenant %q on the subject of tenant %q: the tenant is the subject's", named, m.addr.Tenant), deadletter.ClassTenantMismatch, fx)
 	}
 	want := events.MsgID(m.addr.Tenant, m.addr.Session, id)
 	if got := m.header.Get(events.HeaderMsgID); got != "" && got != want {
-		return w.reject(st, m, id, fmt.Sprintf("Nats-Msg-Id %q does not match the subject and ce-id: want %q", got, want), fx)
+		return w.reject(st, m, id, fmt.Sprintf("Nats-Msg-Id %q does not match the subject and ce-id: want %q", got, want), deadletter.ClassMsgID, fx)
 	}
 	if st.Seen(id) {
 		w.duplicates.Add(1)
+		fx.dups++
 		return ""
 	}
 	at := ev.Time()
@@ -197,24 +223,24 @@ func (w *Worker) decide(st *session.State, m message, fx *effects) (bad string) 
 	case events.TypeTurn:
 		turn, err := events.DecodeData[events.Turn](ev)
 		if err != nil {
-			return w.reject(st, m, id, err.Error(), fx)
+			return w.reject(st, m, id, err.Error(), deadletter.ClassInvalid, fx)
 		}
 		if err := turn.Validate(); err != nil {
-			return w.reject(st, m, id, err.Error(), fx)
+			return w.reject(st, m, id, err.Error(), deadletter.ClassInvalid, fx)
 		}
 		maxBytes := w.cfg.MaxContentBytes
 		if l := w.cfg.Limits.For(m.addr.Tenant); l.MaxTurnBytes > 0 {
 			maxBytes = l.MaxTurnBytes
 		}
 		if n := len(turn.Content); n > maxBytes {
-			return w.reject(st, m, id, fmt.Sprintf("content is %d bytes; the limit is %d", n, maxBytes), fx)
+			return w.reject(st, m, id, fmt.Sprintf("content is %d bytes; the limit is %d", n, maxBytes), deadletter.ClassTooLarge, fx)
 		}
 		if !w.cfg.Limits.AllowTurn(m.addr.Tenant, m.stored) {
 			l := w.cfg.Limits.For(m.addr.Tenant)
-			return w.reject(st, m, id, fmt.Sprintf("rate limit: tenant %q sends more than %g turns/s (burst %d)", m.addr.Tenant, l.TurnsPerSecond, max(l.TurnBurst, 1)), fx)
+			return w.reject(st, m, id, fmt.Sprintf("rate limit: tenant %q sends more than %g turns/s (burst %d)", m.addr.Tenant, l.TurnsPerSecond, max(l.TurnBurst, 1)), deadletter.ClassRateLimited, fx)
 		}
 		if reason := ownerMismatch(st, turn.User, true); reason != "" {
-			return w.reject(st, m, id, reason, fx)
+			return w.reject(st, m, id, reason, deadletter.ClassOwner, fx)
 		}
 		e := memory.Entry{
 			ID: id, Type: memory.TypeForRole(turn.Role), Content: turn.Content, Timestamp: at,
@@ -222,19 +248,24 @@ func (w *Worker) decide(st *session.State, m message, fx *effects) (bad string) 
 		}
 		st.Add(e, w.cfg.Budget.Conversation(), turn.User)
 		w.applied.Add(1)
+		fx.turns++
 		w.checkPressure(st, e, m.stored, fx)
 	case events.TypeSessionEnded:
 		end, err := events.DecodeData[events.SessionEnded](ev)
 		if err != nil {
-			return w.reject(st, m, id, err.Error(), fx)
+			return w.reject(st, m, id, err.Error(), deadletter.ClassInvalid, fx)
 		}
 		if reason := ownerMismatch(st, end.User, false); reason != "" {
-			return w.reject(st, m, id, reason, fx)
+			return w.reject(st, m, id, reason, deadletter.ClassOwner, fx)
 		}
 		st.End(id, m.seq, at)
 		w.applied.Add(1)
+		fx.ends++
+		if strings.HasPrefix(id, idleEndPrefix) {
+			fx.idleEnds++
+		}
 	default:
-		return w.reject(st, m, id, fmt.Sprintf("unknown event type %q: expected %s or %s", ev.Type(), events.TypeTurn, events.TypeSessionEnded), fx)
+		return w.reject(st, m, id, fmt.Sprintf("unknown event type %q: expected %s or %s", ev.Type(), events.TypeTurn, events.TypeSessionEnded), deadletter.ClassUnknownType, fx)
 	}
 	return ""
 }
@@ -269,14 +300,14 @@ func ownerMismatch(st *session.State, user string, turn bool) string {
 }
 
 // reject records a bad message in the session and queues its dead letter.
-func (w *Worker) reject(st *session.State, m message, id, reason string, fx *effects) string {
+func (w *Worker) reject(st *session.State, m message, id, reason, class string, fx *effects) string {
 	st.Reject(m.seq, id, reason)
 	w.rejected.Add(1)
 	fx.letters = append(fx.letters, deadletter.Record{
 		Msg: natsMsg(m.subject, m.header, m.data), Subject: m.addr.Subject(),
 		Tenant: m.addr.Tenant, Session: m.addr.Session,
 		Stream: w.cfg.Topology.TurnsStream(), Seq: m.seq, Consumer: m.consumer, Delivered: m.delivered,
-		Reason: reason,
+		Reason: reason, Class: class,
 	})
 	w.log.Debug().Str("tenant", m.addr.Tenant).Str("session", m.addr.Session).Uint64("stream_seq", m.seq).
 		Str("reason", reason).Msg("turn rejected")

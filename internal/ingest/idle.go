@@ -39,6 +39,21 @@ func newIdleTracker(w *Worker) *idleTracker {
 	return &idleTracker{w: w, open: map[session.Key]idleSession{}, now: time.Now}
 }
 
+// counts returns the sessions tracked: open (not ended) and awaiting a summary.
+func (t *idleTracker) counts() (open, awaiting int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, s := range t.open {
+		if !s.ended {
+			open++
+		}
+		if !s.awaitingSince.IsZero() {
+			awaiting++
+		}
+	}
+	return open, awaiting
+}
+
 // touch records a committed header.
 func (t *idleTracker) touch(h session.Header) {
 	k := session.Key{Tenant: h.Tenant, Session: h.Session}
@@ -154,7 +169,9 @@ func (t *idleTracker) sweep(ctx context.Context) {
 
 // IdleEndID is the deterministic id of the end event ingest publishes for an idle session whose
 // last stored message has stream sequence lastSeq.
-func IdleEndID(lastSeq uint64) string { return fmt.Sprintf("idle-end-%d", lastSeq) }
+func IdleEndID(lastSeq uint64) string { return fmt.Sprintf("%s%d", idleEndPrefix, lastSeq) }
+
+const idleEndPrefix = "idle-end-"
 
 func (t *idleTracker) end(ctx context.Context, k session.Key, s idleSession) error {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)

@@ -137,6 +137,7 @@ func (w *Worker) checkPressure(st *session.State, trigger memory.Entry, storedAt
 		return
 	}
 	fx.msgs = append(fx.msgs, msg)
+	fx.pressures++
 	w.pressures.Add(1)
 }
 
@@ -207,6 +208,7 @@ func (w *Worker) repressure(ctx context.Context, k session.Key, attempt int) err
 		return fmt.Errorf("re-emitting pressure of %s: %w", k, err)
 	}
 	w.pressures.Add(1)
+	w.cfg.Metrics.Pressure(1)
 	w.log.Warn().Str("tenant", k.Tenant).Str("session", k.Session).Str("summary_id", h.SummaryID).Int("attempt", attempt).
 		Time("awaiting_since", h.AwaitingSince).Msg("summary still missing; pressure re-emitted")
 	return nil

@@ -48,6 +48,7 @@ func (w *Worker) applySummaries(part *partition, batch []jetstream.Msg) {
 			w.deadLetterSummary(m, meta, err.Error())
 		default:
 			w.failures.Add(1)
+			w.cfg.Metrics.TransientFailure("ingest", 1)
 			w.log.Debug().Err(err).Str("subject", m.Subject()).Msg("summary not applied yet; will retry")
 			_ = m.NakWithDelay(backoff(meta.NumDelivered))
 		}
@@ -104,6 +105,7 @@ func (w *Worker) applySummary(part *partition, m jetstream.Msg) error {
 	}
 	w.commits.Add(1)
 	w.summaries.Add(1)
+	w.cfg.Metrics.SummaryApplied()
 	w.idle.touch(st.Header)
 	return nil
 }
@@ -123,6 +125,7 @@ func (w *Worker) deadLetterSummary(m jetstream.Msg, meta *jetstream.MsgMetadata,
 	err := w.dlq.Write(ctx, deadletter.Record{
 		Msg: natsMsg(m.Subject(), m.Headers(), m.Data()), Tenant: k.Tenant, Session: k.Session,
 		Stream: meta.Stream, Seq: meta.Sequence.Stream, Consumer: meta.Consumer, Delivered: meta.NumDelivered, Reason: reason,
+		Class: deadletter.ClassInvalid,
 	})
 	if err != nil {
 		_ = m.NakWithDelay(backoff(meta.NumDelivered))

@@ -18,6 +18,7 @@ import (
 	"github.com/agentmem/agentmem/internal/archive"
 	"github.com/agentmem/agentmem/internal/deadletter"
 	"github.com/agentmem/agentmem/internal/longterm"
+	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
@@ -85,12 +86,16 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, log zerolog.Lo
 		counter: counter,
 		store:   store,
 		reader:  archive.NewReader(js, cfg.Topology.TurnsStream()),
-		dlq:     deadletter.NewWriter(js, cfg.DeadLetterMaxBody),
+		dlq:     deadletter.NewWriter(js, cfg.DeadLetterMaxBody).Instrument(cfg.Metrics, "ingest"),
 	}
 	w.idle = newIdleTracker(w)
 	if cfg.NoConsumers {
 		return w, nil
 	}
+	cfg.Metrics.AddSessions(func() metrics.Sessions {
+		open, awaiting := w.idle.counts()
+		return metrics.Sessions{Open: open, Awaiting: awaiting, Partitions: len(w.Owned())}
+	})
 	topo := cfg.Topology
 	var turns, sums []jetstream.ConsumerConfig
 	for _, p := range cfg.Partitions {
@@ -339,6 +344,8 @@ type item struct {
 
 func (w *Worker) processBatch(part *partition, batch []jetstream.Msg) {
 	w.messages.Add(uint64(len(batch)))
+	start, filled := time.Now(), w.filled.Load()
+	defer func() { w.cfg.Metrics.IngestBatch(len(batch), int(w.filled.Load()-filled), time.Since(start)) }()
 	var order []session.Key
 	groups := map[session.Key][]*item{}
 	for _, m := range batch {
@@ -381,10 +388,11 @@ func (w *Worker) deadLetterUnparsed(m jetstream.Msg, meta *jetstream.MsgMetadata
 	defer cancel()
 	err := w.dlq.Write(ctx, deadletter.Record{
 		Msg: natsMsg(m.Subject(), m.Headers(), m.Data()), Stream: meta.Stream, Seq: meta.Sequence.Stream,
-		Consumer: meta.Consumer, Delivered: meta.NumDelivered, Reason: reason,
+		Consumer: meta.Consumer, Delivered: meta.NumDelivered, Reason: reason, Class: deadletter.ClassMalformed,
 	})
 	if err != nil {
 		w.failures.Add(1)
+		w.cfg.Metrics.TransientFailure("ingest", 1)
 		w.log.Warn().Err(err).Str("subject", m.Subject()).Msg("dead letter not written; will retry")
 		_ = m.NakWithDelay(backoff(meta.NumDelivered))
 		return

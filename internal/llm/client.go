@@ -23,6 +23,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 	"github.com/rs/zerolog"
 
+	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/pkg/memory"
 )
 
@@ -35,6 +36,7 @@ type Client struct {
 	sem   chan struct{}
 	retry RetryPolicy
 	log   zerolog.Logger
+	obs   metrics.LLM
 }
 
 // New returns a Client for cfg after applying defaults. It fails when cfg is not Enabled or
@@ -59,6 +61,7 @@ func New(cfg Config, log zerolog.Logger) (*Client, error) {
 		log:  log.With().Str("component", "llm").Str("provider", base.Host).Str("model", cfg.Model).Logger(),
 	}
 	c.retry = cfg.retryPolicy()
+	c.obs = cfg.Metrics.LLM(base.Host, cfg.Model, "complete")
 	return c, nil
 }
 
@@ -100,7 +103,7 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 	}
 	err = policy.Do(ctx, func(attempt int) (time.Duration, bool, error) {
 		attempts = attempt
-		return Attempt(ctx, c.cfg.Timeout, func(ctx context.Context, opts ...option.RequestOption) error {
+		return c.observe(Attempt(ctx, c.cfg.Timeout, func(ctx context.Context, opts ...option.RequestOption) error {
 			res, err := c.chat.New(ctx, params, opts...)
 			if err != nil {
 				return err
@@ -113,9 +116,10 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 			}
 			out = res
 			return nil
-		})
+		}))
 	})
 	if err != nil {
+		c.obs.Call(time.Since(start), 0, 0, err)
 		return Response{}, fmt.Errorf("llm: %s with %s: %w", purpose(req), c.cfg.Model, err)
 	}
 
@@ -128,10 +132,19 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 		resp.Model = c.cfg.Model
 	}
 	resp.Usage, resp.Estimated = usage(out.Usage, req.Messages, resp.Content)
+	c.obs.Call(time.Since(start), resp.Usage.InputTokens, resp.Usage.OutputTokens, nil)
 	c.log.Debug().Str("purpose", purpose(req)).Str("answered_by", resp.Model).Int("attempts", attempts).
 		Int("input_tokens", resp.Usage.InputTokens).Int("output_tokens", resp.Usage.OutputTokens).
 		Bool("estimated", resp.Estimated).Dur("latency", time.Since(start)).Msg("chat completion")
 	return resp, nil
+}
+
+// observe counts a failed attempt in the metrics and passes the attempt's result on.
+func (c *Client) observe(retryAfter time.Duration, transient bool, err error) (time.Duration, bool, error) {
+	if err != nil {
+		c.obs.AttemptFailed(ErrorKind(err))
+	}
+	return retryAfter, transient, err
 }
 
 // params translates req into the SDK's request body.

@@ -1,6 +1,8 @@
 package llm
 
 import (
+	"github.com/agentmem/agentmem/internal/metrics"
+
 	"errors"
 	"fmt"
 	"time"
@@ -37,6 +39,9 @@ type Config struct {
 	// negative value sends none, leaving the server's default (for models that accept no
 	// other).
 	Temperature float64
+	// Metrics records calls, tokens and failed attempts by provider and model; nil records
+	// nothing.
+	Metrics *metrics.Metrics
 }
 
 func (c Config) withDefaults() Config {

@@ -118,34 +118,69 @@ func classify(ctx, actx context.Context, resp *http.Response, err error) (time.D
 	var netErr net.Error
 	switch {
 	case ctx.Err() != nil:
-		return 0, false, fmt.Errorf("%w: %w", ctx.Err(), err)
+		return 0, false, kinded("canceled", fmt.Errorf("%w: %w", ctx.Err(), err))
 	case errors.Is(err, ErrRejected):
-		return 0, false, err
+		return 0, false, kinded("rejected", err)
 	case errors.Is(err, ErrMalformed):
-		return 0, true, err
+		return 0, true, kinded("malformed", err)
 	case actx.Err() != nil:
 		// The attempt's own deadline: not the caller's, so not wrapped as a context error.
-		return 0, true, fmt.Errorf("attempt timed out: %v", err)
+		return 0, true, kinded("timeout", fmt.Errorf("attempt timed out: %v", err))
 	}
 	if resp != nil {
 		code := resp.StatusCode
 		switch {
 		case code >= 200 && code < 300:
-			return 0, true, fmt.Errorf("%w: %v", ErrMalformed, err)
-		case code == http.StatusRequestTimeout || code == http.StatusConflict ||
-			code == http.StatusTooManyRequests || code >= 500:
-			return retryAfter(resp.Header, time.Now()), true, describeStatus(code, err)
+			return 0, true, kinded("malformed", fmt.Errorf("%w: %v", ErrMalformed, err))
+		case code == http.StatusTooManyRequests:
+			return retryAfter(resp.Header, time.Now()), true, kinded("rate_limited", describeStatus(code, err))
+		case code == http.StatusRequestTimeout:
+			return retryAfter(resp.Header, time.Now()), true, kinded("timeout", describeStatus(code, err))
+		case code == http.StatusConflict || code >= 500:
+			return retryAfter(resp.Header, time.Now()), true, kinded("server", describeStatus(code, err))
 		case code >= 400:
-			return 0, false, fmt.Errorf("%w: %w", ErrRejected, describeStatus(code, err))
+			return 0, false, kinded("rejected", fmt.Errorf("%w: %w", ErrRejected, describeStatus(code, err)))
 		}
 	}
 	var urlErr *url.Error
 	if errors.As(err, &urlErr) || errors.As(err, &netErr) {
-		return 0, true, fmt.Errorf("connection: %w", err)
+		return 0, true, kinded("connection", fmt.Errorf("connection: %w", err))
 	}
 	// Neither an HTTP answer nor a transport failure: the request could not be built or
 	// sent as configured, which no retry fixes.
-	return 0, false, fmt.Errorf("%w: %w", ErrRejected, err)
+	return 0, false, kinded("rejected", fmt.Errorf("%w: %w", ErrRejected, err))
+}
+
+// kindError carries the kind of a failed attempt (ErrorKind) without changing its message.
+type kindError struct {
+	kind string
+	err  error
+}
+
+func (e *kindError) Error() string { return e.err.Error() }
+func (e *kindError) Unwrap() error { return e.err }
+
+func kinded(kind string, err error) error { return &kindError{kind: kind, err: err} }
+
+// ErrorKind sorts an error of Complete, Attempt or package embed into a short label for the
+// metrics: "rate_limited" (429), "server" (5xx, 409), "timeout" (the attempt's deadline, 408),
+// "connection", "malformed" (an answer that was not a completion), "rejected" (a permanent
+// refusal), "canceled" (the caller's context), or "other".
+func ErrorKind(err error) string {
+	var k *kindError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &k):
+		return k.kind
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "canceled"
+	case errors.Is(err, ErrRejected):
+		return "rejected"
+	case errors.Is(err, ErrMalformed):
+		return "malformed"
+	}
+	return "other"
 }
 
 // describeStatus describes a failed HTTP answer: the SDK's *openai.Error (whose message is the

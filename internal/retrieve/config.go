@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/agentmem/agentmem/internal/limits"
+	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/internal/rank"
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
@@ -62,6 +63,8 @@ type Config struct {
 	Embedder Embedder
 	// Limits holds the per-tenant retrieve rates; nil limits nothing.
 	Limits *limits.Limiter
+	// Metrics records requests and their latency by source; nil records nothing.
+	Metrics *metrics.Metrics
 }
 
 func (c Config) withDefaults() Config {

@@ -165,7 +165,9 @@ func (s *Service) Run(ctx context.Context) error {
 }
 
 func (s *Service) handle(ctx context.Context, req reply.Request) {
+	start := time.Now()
 	res, rerr := s.serve(ctx, req.Subject, req.Data)
+	s.cfg.Metrics.Retrieve(outcome(rerr), time.Since(start))
 	if req.Reply == "" {
 		return
 	}
@@ -201,6 +203,23 @@ func (s *Service) serve(ctx context.Context, subject string, body []byte) (event
 		return events.RetrieveReply{}, &Error{Code: 400, Message: err.Error()}
 	}
 	return s.Retrieve(ctx, tenant, req)
+}
+
+// outcome classes a request's error for the metrics.
+func outcome(e *Error) string {
+	switch {
+	case e == nil:
+		return "ok"
+	case e.Code == 400:
+		return "bad_request"
+	case e.Code == 404:
+		return "not_found"
+	case e.Code == 429:
+		return "rate_limited"
+	case e.Code == 408 || e.Code == 504:
+		return "timeout"
+	}
+	return "error"
 }
 
 // candidate is an entry that may answer the query.
@@ -298,7 +317,10 @@ func (s *Service) Retrieve(ctx context.Context, tenant string, req events.Retrie
 	k := perSource(req.LimitOrDefault())
 	var qv []float32
 	if s.cfg.Embedder != nil {
-		if vs, err := s.cfg.Embedder.Embed(ctx, []string{req.Query}); err == nil && len(vs) == 1 {
+		start := time.Now()
+		vs, err := s.cfg.Embedder.Embed(ctx, []string{req.Query})
+		s.cfg.Metrics.RetrieveSource("embed", time.Since(start))
+		if err == nil && len(vs) == 1 {
 			qv = vs[0]
 		} else if err != nil {
 			s.log.Warn().Err(err).Msg("embedding the query; ranking by keywords")
@@ -307,11 +329,15 @@ func (s *Service) Retrieve(ctx context.Context, tenant string, req events.Retrie
 	var cands []candidate
 	// Short first: an id that is in short-term memory is reported from there.
 	if slices.Contains(sources, memory.SourceShort) && sv != nil {
+		start := time.Now()
 		cands = append(cands, s.shortCandidates(ctx, sv, req.Query, qv, req.Session, at, k)...)
+		s.cfg.Metrics.RetrieveSource("short", time.Since(start))
 	}
 	wantLong, wantArchive := slices.Contains(sources, memory.SourceLong), slices.Contains(sources, memory.SourceArchive)
 	if user != "" && (wantLong || wantArchive) {
+		start := time.Now()
 		more, rerr := s.userCandidates(ctx, userKey{tenant, user}, req.Query, qv, at, k, wantLong, wantArchive)
+		s.cfg.Metrics.RetrieveSource("user", time.Since(start))
 		if rerr != nil {
 			return reply, rerr
 		}

@@ -25,6 +25,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentmem/agentmem/internal/deadletter"
+	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/pkg/events"
 )
 
@@ -67,6 +68,9 @@ type Config struct {
 	// Skip, when it reports true for a message, acknowledges it at once without a handler (for a
 	// consumer that sees many messages it has nothing to do with).
 	Skip func(m jetstream.Msg) bool
+	// Metrics counts transient failures under Name; nil counts nothing. (Dead letters are
+	// counted by the deadletter.Writer, when it is instrumented.)
+	Metrics *metrics.Metrics
 }
 
 // Worker consumes one durable consumer.
@@ -174,12 +178,17 @@ func (w *Worker) handle(m jetstream.Msg) {
 		}
 	case errors.Is(err, ErrPermanent) || errors.Is(err, events.ErrInvalid):
 		log.Warn().Err(err).Msg("dead-lettered")
-		w.deadLetter(m, meta, err.Error())
+		class := deadletter.ClassRejected
+		if errors.Is(err, events.ErrInvalid) {
+			class = deadletter.ClassInvalid
+		}
+		w.deadLetter(m, meta, err.Error(), class)
 	case w.cfg.MaxDeliver > 0 && meta.NumDelivered >= uint64(w.cfg.MaxDeliver):
 		log.Error().Err(err).Msg("last delivery failed; dead-lettered")
-		w.deadLetter(m, meta, fmt.Sprintf("failed on all %d deliveries; last error: %v", meta.NumDelivered, err))
+		w.deadLetter(m, meta, fmt.Sprintf("failed on all %d deliveries; last error: %v", meta.NumDelivered, err), deadletter.ClassExhausted)
 	default:
 		log.Warn().Err(err).Msg("failed; will retry")
+		w.cfg.Metrics.TransientFailure(w.cfg.Name, 1)
 		_ = m.NakWithDelay(w.cfg.Backoff(meta.NumDelivered))
 	}
 }
@@ -193,7 +202,7 @@ func (w *Worker) call(ctx context.Context, m jetstream.Msg) (err error) {
 	return w.handler(ctx, m)
 }
 
-func (w *Worker) deadLetter(m jetstream.Msg, meta *jetstream.MsgMetadata, reason string) {
+func (w *Worker) deadLetter(m jetstream.Msg, meta *jetstream.MsgMetadata, reason, class string) {
 	var tenant, sess string
 	if w.cfg.Place != nil {
 		tenant, sess = w.cfg.Place(m)
@@ -203,7 +212,7 @@ func (w *Worker) deadLetter(m jetstream.Msg, meta *jetstream.MsgMetadata, reason
 	err := w.dlq.Write(ctx, deadletter.Record{
 		Msg:    natsMsg(m),
 		Tenant: tenant, Session: sess, Stream: meta.Stream, Seq: meta.Sequence.Stream,
-		Consumer: meta.Consumer, Delivered: meta.NumDelivered, Reason: reason,
+		Consumer: meta.Consumer, Delivered: meta.NumDelivered, Reason: reason, Class: class,
 	})
 	if err != nil {
 		w.log.Error().Err(err).Msg("dead letter not written; the message will be redelivered")
@@ -264,8 +273,8 @@ func (w *Worker) deadLetterExhausted(ctx context.Context, seq, deliveries uint64
 		}
 		err = w.dlq.Write(actx, deadletter.Record{
 			Msg: msg, Tenant: tenant, Session: sess, Stream: w.cfg.Stream, Seq: adv.StreamSeq, Consumer: w.cfg.Consumer,
-			Delivered: adv.Deliveries,
-			Reason:    fmt.Sprintf("JetStream stopped after %d deliveries without an acknowledgement (the worker died or timed out during the last one)", adv.Deliveries),
+			Delivered: adv.Deliveries, Class: deadletter.ClassExhausted,
+			Reason: fmt.Sprintf("JetStream stopped after %d deliveries without an acknowledgement (the worker died or timed out during the last one)", adv.Deliveries),
 		})
 		if err != nil {
 			w.log.Error().Err(err).Uint64("stream_seq", adv.StreamSeq).Msg("dead letter of an exhausted message not written")

@@ -6,9 +6,11 @@ package settings
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -16,6 +18,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/peterbourgon/ff/v3"
 	"github.com/rs/zerolog"
 
@@ -23,6 +26,7 @@ import (
 	"github.com/agentmem/agentmem/internal/health"
 	"github.com/agentmem/agentmem/internal/limits"
 	"github.com/agentmem/agentmem/internal/llm"
+	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
 )
@@ -261,14 +265,53 @@ func BindHealth(fs *flag.FlagSet) *string {
 	return fs.String("health-listen", "", "address of the HTTP /healthz and /readyz endpoints, e.g. :8080 (empty: none)")
 }
 
-// ServeHealth serves the health endpoints on addr in the background until ctx ends, with a check
-// that nc is connected.
-func ServeHealth(ctx context.Context, addr string, nc *nats.Conn, log zerolog.Logger) {
+// BindMetrics registers --metrics: the address of a listener serving only /metrics (empty:
+// none; /metrics is also served on --health-listen, and on memoryd's --http).
+func BindMetrics(fs *flag.FlagSet) *string {
+	return fs.String("metrics", "", "address of a Prometheus /metrics endpoint, e.g. :9090 (empty: none; /metrics is also on --health-listen)")
+}
+
+// ServeMetrics serves m on addr's /metrics in the background until ctx ends.
+func ServeMetrics(ctx context.Context, addr string, m *metrics.Metrics, log zerolog.Logger) {
+	if addr == "" || m == nil {
+		return
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shut)
+	}()
+	go func() {
+		log.Info().Str("addr", addr).Msg("metrics endpoint")
+		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error().Err(err).Str("addr", addr).Msg("metrics endpoint failed")
+		}
+	}()
+}
+
+// WorkerMetrics returns the metrics of a worker process, with the lag of the consumers keep
+// picks (all when nil) and the stream sizes read at each scrape.
+func WorkerMetrics(js jetstream.JetStream, topo events.Topology, keep func(stream, consumer string) bool) *metrics.Metrics {
+	m := metrics.New()
+	_ = m.Register(metrics.LagCollector(js, topo, keep, 5*time.Second))
+	return m
+}
+
+// ServeHealth serves the health endpoints, and /metrics when m is not nil, on addr in the
+// background until ctx ends, with a check that nc is connected.
+func ServeHealth(ctx context.Context, addr string, nc *nats.Conn, m *metrics.Metrics, log zerolog.Logger) {
 	if addr == "" {
 		return
 	}
 	hs := health.New(log)
 	hs.Add("nats", health.NATS(nc))
+	if m != nil {
+		hs.Handle("GET /metrics", m.Handler())
+	}
 	go func() {
 		if err := hs.Serve(ctx, addr); err != nil {
 			log.Error().Err(err).Str("addr", addr).Msg("health endpoint failed")

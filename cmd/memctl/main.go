@@ -62,6 +62,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			usageCommand(out),
 			replayCommand(out),
 			authCommand(out),
+			mcpCommand(out),
 		},
 		Exec: func(context.Context, []string) error { return flag.ErrHelp },
 	}

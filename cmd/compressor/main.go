@@ -33,6 +33,7 @@ func run(ctx context.Context, args []string) error {
 	conn := settings.BindConn(fs)
 	healthAddr := settings.BindHealth(fs)
 	metricsAddr := settings.BindMetrics(fs)
+	tracer := settings.BindTracing(fs)
 	llmCfg := settings.BindLLM(fs)
 	topo := settings.BindTopology(fs)
 	logf := settings.BindLog(fs)
@@ -44,6 +45,11 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	settings.Dump(log, fs)
+	tp, err := tracer.Provider(ctx, "agentmem-compressor", log)
+	if err != nil {
+		return err
+	}
+	defer settings.ShutdownTracing(tp, log)
 	nc, err := conn.ConnectWorker("agentmem-compressor")
 	if err != nil {
 		return err
@@ -70,7 +76,7 @@ func run(ctx context.Context, args []string) error {
 		}
 		chat, model = c, c.Model()
 	}
-	w, err := compress.New(setup, compress.Config{Topology: t, Concurrency: *concurrency, Metrics: m}, js, chat, model, log)
+	w, err := compress.New(setup, compress.Config{Topology: t, Concurrency: *concurrency, Metrics: m, Tracer: tp}, js, chat, model, log)
 	if err != nil {
 		return err
 	}

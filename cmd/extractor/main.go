@@ -35,6 +35,7 @@ func run(ctx context.Context, args []string) error {
 	conn := settings.BindConn(fs)
 	healthAddr := settings.BindHealth(fs)
 	metricsAddr := settings.BindMetrics(fs)
+	tracer := settings.BindTracing(fs)
 	llmCfg := settings.BindLLM(fs)
 	topo := settings.BindTopology(fs)
 	logf := settings.BindLog(fs)
@@ -46,6 +47,11 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	settings.Dump(log, fs)
+	tp, err := tracer.Provider(ctx, "agentmem-extractor", log)
+	if err != nil {
+		return err
+	}
+	defer settings.ShutdownTracing(tp, log)
 	nc, err := conn.ConnectWorker("agentmem-extractor")
 	if err != nil {
 		return err
@@ -74,7 +80,7 @@ func run(ctx context.Context, args []string) error {
 		}
 		chat, model = c, c.Model()
 	}
-	w, err := extract.New(setup, extract.Config{Topology: t, Concurrency: *concurrency, MinConfidence: *minConfidence, Tokenizer: *tokenizer, Metrics: m}, js, chat, model, log)
+	w, err := extract.New(setup, extract.Config{Topology: t, Concurrency: *concurrency, MinConfidence: *minConfidence, Tokenizer: *tokenizer, Metrics: m, Tracer: tp}, js, chat, model, log)
 	if err != nil {
 		return err
 	}

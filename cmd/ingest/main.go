@@ -39,6 +39,7 @@ func run(ctx context.Context, args []string) error {
 	conn := settings.BindConn(fs)
 	healthAddr := settings.BindHealth(fs)
 	metricsAddr := settings.BindMetrics(fs)
+	tracer := settings.BindTracing(fs)
 	budget := settings.BindBudget(fs)
 	topo := settings.BindTopology(fs)
 	limitsFile := settings.BindLimits(fs)
@@ -51,6 +52,11 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	settings.Dump(log, fs)
+	tp, err := tracer.Provider(ctx, "agentmem-ingest", log)
+	if err != nil {
+		return err
+	}
+	defer settings.ShutdownTracing(tp, log)
 	lim, err := settings.Limiter(*limitsFile)
 	if err != nil {
 		return err
@@ -78,7 +84,7 @@ func run(ctx context.Context, args []string) error {
 	w, err := ingest.New(setup, ingest.Config{
 		Topology: t, Budget: budget.Memory(), Tokenizer: budget.Tokenizer, SummaryTokens: *summaryTokens,
 		MaxContentBytes: *maxContent, IdleTimeout: *idle, RepressureAfter: *repressure, Partitions: owned,
-		Member: *member, MemberTTL: *memberTTL, Limits: lim, Metrics: m,
+		Member: *member, MemberTTL: *memberTTL, Limits: lim, Metrics: m, Tracer: tp,
 	}, js, log)
 	if err != nil {
 		return err

@@ -47,6 +47,7 @@ func run(ctx context.Context, args []string) error {
 	llmCfg := settings.BindLLM(fs)
 	healthAddr := settings.BindHealth(fs)
 	metricsAddr := settings.BindMetrics(fs)
+	tracer := settings.BindTracing(fs)
 	httpAddr := fs.String("http", "", "address of the HTTP server: /metrics, /healthz, /readyz (empty: none)")
 	budget := settings.BindBudget(fs)
 	topo := settings.BindTopology(fs)
@@ -61,6 +62,11 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	settings.Dump(log, fs)
+	tp, err := tracer.Provider(ctx, "memoryd", log)
+	if err != nil {
+		return err
+	}
+	defer settings.ShutdownTracing(tp, log)
 	lim, err := settings.Limiter(*limitsFile)
 	if err != nil {
 		return err
@@ -90,6 +96,7 @@ func run(ctx context.Context, args []string) error {
 		Extract:  extract.Config{Tokenizer: budget.Tokenizer},
 		LLM:      *llmCfg,
 		Metrics:  m,
+		Tracer:   tp,
 	}
 	if *nkey != "" {
 		o, err := nats.NkeyOptionFromSeed(*nkey)

@@ -32,6 +32,7 @@ func run(ctx context.Context, args []string) error {
 	conn := settings.BindConn(fs)
 	healthAddr := settings.BindHealth(fs)
 	metricsAddr := settings.BindMetrics(fs)
+	tracer := settings.BindTracing(fs)
 	budget := settings.BindBudget(fs)
 	topo := settings.BindTopology(fs)
 	embedCfg := settings.BindEmbed(fs)
@@ -45,6 +46,11 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	settings.Dump(log, fs)
+	tp, err := tracer.Provider(ctx, "agentmem-retriever", log)
+	if err != nil {
+		return err
+	}
+	defer settings.ShutdownTracing(tp, log)
 	lim, err := settings.Limiter(*limitsFile)
 	if err != nil {
 		return err
@@ -78,7 +84,7 @@ func run(ctx context.Context, args []string) error {
 	if emb != nil {
 		embedder = emb
 	}
-	svc, err := retrieve.New(setup, retrieve.Config{Topology: t, Tokenizer: budget.Tokenizer, Decay: d, Embedder: embedder, Limits: lim, Metrics: m}, nc, js, log)
+	svc, err := retrieve.New(setup, retrieve.Config{Topology: t, Tokenizer: budget.Tokenizer, Decay: d, Embedder: embedder, Limits: lim, Metrics: m, Tracer: tp}, nc, js, log)
 	if err != nil {
 		return err
 	}

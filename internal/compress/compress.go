@@ -30,6 +30,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmem/agentmem/internal/archive"
 	"github.com/agentmem/agentmem/internal/deadletter"
@@ -38,6 +40,7 @@ import (
 	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/internal/summarize"
+	"github.com/agentmem/agentmem/internal/tracing"
 	"github.com/agentmem/agentmem/internal/usage"
 	"github.com/agentmem/agentmem/internal/worker"
 	"github.com/agentmem/agentmem/pkg/events"
@@ -63,6 +66,9 @@ type Config struct {
 	NoConsumer bool
 	// Metrics records compressions and their token savings; nil records nothing.
 	Metrics *metrics.Metrics
+	// Tracer makes a span of every compression (child of the pressure event's traceparent,
+	// linked to the traces of the turns it summarises); nil makes none.
+	Tracer trace.TracerProvider
 }
 
 // Chat is what the compressor needs of an LLM.
@@ -73,6 +79,7 @@ var _ Chat = (*llm.Client)(nil)
 // Worker is the compressor.
 type Worker struct {
 	cfg      Config
+	tracer   trace.Tracer
 	js       jetstream.JetStream
 	store    *longterm.Store
 	sessions *session.Store
@@ -133,6 +140,7 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 		reader:   archive.NewReader(js, topo.TurnsStream()),
 		fallback: summarize.New(cfg.Summarize, nil, ""),
 		log:      log.With().Str("component", "compressor").Logger(),
+		tracer:   tracing.Tracer(cfg.Tracer),
 		locks:    map[string]*sessionLock{},
 	}
 	w.llm = w.fallback
@@ -194,7 +202,7 @@ var errNotCommitted = errors.New("compress: session not committed by ingest yet"
 // errPreviousMissing: the previous summary this event names first does not exist yet.
 var errPreviousMissing = errors.New("compress: previous summary not available yet")
 
-func (w *Worker) handle(ctx context.Context, m jetstream.Msg) error {
+func (w *Worker) handle(ctx context.Context, m jetstream.Msg) (err error) {
 	tenant, sess, err := parsePressureSubject(m.Subject())
 	if err != nil {
 		return err
@@ -216,6 +224,11 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) error {
 	if p.Session != sess {
 		return fmt.Errorf("%w: the event names session %q on the subject of session %q", events.ErrInvalid, p.Session, sess)
 	}
+	ctx, span := w.tracer.Start(events.TraceContext(ctx, ev), "agentmem.compress", trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithAttributes(attribute.String("agentmem.tenant", tenant), attribute.String("agentmem.session", sess),
+			attribute.String("agentmem.summary_id", p.SummaryID), attribute.Int("agentmem.pressure", p.Number),
+			attribute.Int("agentmem.entries", len(p.EntryIDs))))
+	defer func() { tracing.End(span, err) }()
 	unlock := w.lock(tenant + "." + sess)
 	defer unlock()
 	sum, stored, err := w.Compress(ctx, tenant, p)
@@ -343,6 +356,10 @@ func (w *Worker) entries(ctx context.Context, tenant, sess string, p events.Pres
 			if err != nil {
 				return nil
 			}
+			// The summary derives from every turn it replaces: link to each turn's trace.
+			if sc := trace.SpanContextFromContext(events.TraceContext(context.Background(), ev)); sc.IsValid() {
+				trace.SpanFromContext(ctx).AddLink(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{attribute.String("agentmem.turn_id", ev.ID())}})
+			}
 			at := ev.Time()
 			if at.IsZero() {
 				at = m.Time
@@ -382,6 +399,7 @@ func (w *Worker) publish(ctx context.Context, tenant string, p events.Pressure, 
 		return err
 	}
 	ev.SetSubject(p.Session)
+	events.SetTraceContext(ctx, &ev)
 	subject, err := events.SummarySubject(tenant, p.Session)
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/agentmem/agentmem/internal/broker"
@@ -46,6 +47,9 @@ type Config struct {
 	// Metrics, when not nil, is given to every worker and the LLM client, and gains the lag of
 	// every consumer and the size of every stream.
 	Metrics *metrics.Metrics
+	// Tracer, when not nil, makes the spans of every worker (see package tracing); the LLM and
+	// embedding calls become children of the span that makes them.
+	Tracer trace.TracerProvider
 }
 
 // Daemon is a running all-in-one process.
@@ -72,6 +76,8 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Daemon, error)
 	cfg.Compress.Topology, cfg.Extract.Topology = cfg.Topology, cfg.Topology
 	cfg.Ingest.Metrics, cfg.Retrieve.Metrics, cfg.Compress.Metrics = cfg.Metrics, cfg.Metrics, cfg.Metrics
 	cfg.Extract.Metrics, cfg.LLM.Metrics = cfg.Metrics, cfg.Metrics
+	cfg.Ingest.Tracer, cfg.Retrieve.Tracer = cfg.Tracer, cfg.Tracer
+	cfg.Compress.Tracer, cfg.Extract.Tracer = cfg.Tracer, cfg.Tracer
 	var chat *llm.Client
 	if cfg.LLM.Enabled() {
 		var err error

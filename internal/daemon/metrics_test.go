@@ -157,5 +157,5 @@ func TestMetricsAfterAScriptedSession(t *testing.T) {
 	}
 }
 
-func eq(want float64) func(float64) bool     { return func(v float64) bool { return v == want } }
+func eq(want float64) func(float64) bool      { return func(v float64) bool { return v == want } }
 func atLeast(want float64) func(float64) bool { return func(v float64) bool { return v >= want } }

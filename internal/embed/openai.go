@@ -19,6 +19,9 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmem/agentmem/internal/llm"
 	"github.com/agentmem/agentmem/internal/metrics"
@@ -153,6 +156,11 @@ func (o *OpenAI) embedBatch(ctx context.Context, texts []string) ([][]float32, e
 	var vecs [][]float32
 	var tokens int
 	start := time.Now()
+	ctx, span := trace.SpanFromContext(ctx).TracerProvider().Tracer(llm.Scope).Start(ctx, "embeddings "+o.cfg.Model,
+		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+			attribute.String("gen_ai.operation.name", "embeddings"), attribute.String("gen_ai.request.model", o.cfg.Model),
+			attribute.Int("agentmem.texts", len(texts))))
+	defer span.End()
 	err := o.retry.Do(ctx, func(int) (time.Duration, bool, error) {
 		ra, transient, err := llm.Attempt(ctx, o.cfg.Timeout, func(ctx context.Context, opts ...option.RequestOption) error {
 			res, err := o.svc.New(ctx, params, opts...)
@@ -169,6 +177,12 @@ func (o *OpenAI) embedBatch(ctx context.Context, texts []string) ([][]float32, e
 		return ra, transient, err
 	})
 	o.obs.Call(time.Since(start), tokens, 0, err)
+	if err != nil {
+		span.SetAttributes(attribute.String("error.type", llm.ErrorKind(err)))
+		span.SetStatus(codes.Error, err.Error())
+	} else {
+		span.SetAttributes(attribute.Int("gen_ai.usage.input_tokens", tokens))
+	}
 	return vecs, err
 }
 

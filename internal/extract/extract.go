@@ -22,6 +22,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmem/agentmem/internal/archive"
 	"github.com/agentmem/agentmem/internal/deadletter"
@@ -30,6 +32,7 @@ import (
 	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/internal/session"
+	"github.com/agentmem/agentmem/internal/tracing"
 	"github.com/agentmem/agentmem/internal/usage"
 	"github.com/agentmem/agentmem/internal/worker"
 	"github.com/agentmem/agentmem/pkg/events"
@@ -62,6 +65,9 @@ type Config struct {
 	NoConsumers bool
 	// Metrics records extraction runs and fact changes; nil records nothing.
 	Metrics *metrics.Metrics
+	// Tracer makes a span of every extraction (child of the trigger's traceparent, linked to
+	// the traces of the turns it reads); nil makes none.
+	Tracer trace.TracerProvider
 }
 
 // errNotApplied: ingest has not decided the session up to the trigger yet.
@@ -80,6 +86,7 @@ type Worker struct {
 	counter  memory.Counter
 	ends     *worker.Worker
 	sums     *worker.Worker
+	tracer   trace.Tracer
 	log      zerolog.Logger
 }
 
@@ -128,8 +135,8 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 	}
 	w := &Worker{
 		cfg: cfg, js: js, store: store, sessions: sessions, usage: us, chat: chat, model: model, counter: counter,
-		reader: archive.NewReader(js, topo.TurnsStream()),
-		log:    log.With().Str("component", "extractor").Logger(),
+		reader: archive.NewReader(js, topo.TurnsStream()), tracer: tracing.Tracer(cfg.Tracer),
+		log: log.With().Str("component", "extractor").Logger(),
 	}
 	dlq := deadletter.NewWriter(js, 0).Instrument(cfg.Metrics, "extractor")
 	place := func(m worker.Subjected) (string, string) {
@@ -190,7 +197,8 @@ func (w *Worker) handleEnd(ctx context.Context, m jetstream.Msg) error {
 	if !maybeEnd(m.Headers()) {
 		return nil // turns are ingest's business
 	}
-	if ev, err := events.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}); err != nil || ev.Type() != events.TypeSessionEnded {
+	ev, err := events.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+	if err != nil || ev.Type() != events.TypeSessionEnded {
 		return nil
 	}
 	k, err := sessionOf(m.Subject())
@@ -201,7 +209,7 @@ func (w *Worker) handleEnd(ctx context.Context, m jetstream.Msg) error {
 	if err != nil {
 		return err
 	}
-	return w.extract(ctx, k, meta.Sequence.Stream, meta.NumDelivered > 1, "session end")
+	return w.extract(events.TraceContext(ctx, ev), k, meta.Sequence.Stream, meta.NumDelivered > 1, "session end")
 }
 
 func (w *Worker) handleSummary(ctx context.Context, m jetstream.Msg) error {
@@ -224,7 +232,7 @@ func (w *Worker) handleSummary(ctx context.Context, m jetstream.Msg) error {
 	if err != nil {
 		return err
 	}
-	return w.extract(ctx, k, sum.LastSeq, meta.NumDelivered > 1, "summary")
+	return w.extract(events.TraceContext(ctx, ev), k, sum.LastSeq, meta.NumDelivered > 1, "summary")
 }
 
 // Extract extracts the facts of a session's applied turns up to stream sequence upTo that were
@@ -234,7 +242,11 @@ func (w *Worker) Extract(ctx context.Context, k session.Key, upTo uint64) error 
 }
 
 // extract extracts the facts of the session's applied turns up to seq that were not extracted yet.
-func (w *Worker) extract(ctx context.Context, k session.Key, upTo uint64, redelivered bool, trigger string) error {
+func (w *Worker) extract(ctx context.Context, k session.Key, upTo uint64, redelivered bool, trigger string) (err error) {
+	ctx, span := w.tracer.Start(ctx, "agentmem.extract", trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithAttributes(attribute.String("agentmem.tenant", k.Tenant), attribute.String("agentmem.session", k.Session),
+			attribute.String("agentmem.trigger", trigger), attribute.Int64("agentmem.up_to_seq", int64(upTo))))
+	defer func() { tracing.End(span, err) }()
 	if err := w.awaitIngest(ctx, k, upTo); err != nil {
 		return err
 	}
@@ -292,6 +304,9 @@ func (w *Worker) extract(ctx context.Context, k session.Key, upTo uint64, redeli
 		if at.After(last) {
 			last = at
 		}
+		if sc, ok := events.SpanContextOf(m.Header, m.Data); ok {
+			span.AddLink(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{attribute.String("agentmem.turn_id", id)}})
+		}
 		turns = append(turns, fact.Turn{ID: id, Role: t.Role, Content: t.Content, Time: at})
 		return nil
 	})
@@ -340,6 +355,8 @@ func (w *Worker) extract(ctx context.Context, k session.Key, upTo uint64, redeli
 	if err := w.store.MarkExtracted(ctx, k.Tenant, user, k.Session, upTo); err != nil {
 		return err
 	}
+	span.SetAttributes(attribute.Int("agentmem.turns", len(turns)), attribute.Int("agentmem.facts", stored),
+		attribute.String("agentmem.extractor", extractor))
 	w.log.Debug().Str("tenant", k.Tenant).Str("session", k.Session).Str("trigger", trigger).Int("turns", len(turns)).
 		Int("facts", stored).Str("extractor", extractor).Msg("extracted")
 	return nil
@@ -485,6 +502,7 @@ func (w *Worker) publishFact(ctx context.Context, tenant, user, id, op string, f
 		return err
 	}
 	ev.SetSubject(user)
+	events.SetTraceContext(ctx, &ev)
 	subject, err := events.FactSubject(tenant, user)
 	if err != nil {
 		return err

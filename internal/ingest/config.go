@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmem/agentmem/internal/limits"
 	"github.com/agentmem/agentmem/internal/metrics"
@@ -68,6 +69,9 @@ type Config struct {
 	Partitions []int
 	// Metrics records what the worker does; nil records nothing.
 	Metrics *metrics.Metrics
+	// Tracer makes a span of every turn, session end and summary applied (child of the event's
+	// traceparent) and of every pressure event; nil makes none.
+	Tracer trace.TracerProvider
 	// NoConsumers builds a worker for Replay without consumers; Run must not be called then.
 	NoConsumers bool
 	// Member names this process among the ingest members (default: host-pid-random).

@@ -9,12 +9,15 @@ import (
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
-
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmem/agentmem/internal/deadletter"
 	"github.com/agentmem/agentmem/internal/session"
+	"github.com/agentmem/agentmem/internal/tracing"
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
 )
@@ -40,16 +43,23 @@ func natsMsg(subject string, h nats.Header, data []byte) *nats.Msg {
 type effects struct {
 	msgs    []*nats.Msg
 	letters []deadletter.Record
-	// For the metrics, recorded once the session is committed: the class of each letter, and
-	// the turns, session ends, duplicates and pressure events of the batch.
-	classes                                []string
+	// spans are the batch's spans, ended once it is committed (or failed); trace is the
+	// context of the turn being decided, the parent of its pressure span.
+	spans []trace.Span
+	trace context.Context
+	// For the metrics, recorded once the session is committed: the turns, session ends,
+	// duplicates and pressure events of the batch.
 	turns, ends, idleEnds, dups, pressures int
 }
 
 func (w *Worker) processSession(part *partition, k session.Key, items []*item) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
+	fx := &effects{trace: ctx}
 	fail := func(err error) {
+		for _, s := range fx.spans {
+			tracing.End(s, err)
+		}
 		w.failures.Add(1)
 		part.drop(k)
 		lvl := w.log.Warn()
@@ -79,7 +89,6 @@ func (w *Worker) processSession(part *partition, k session.Key, items []*item) {
 	}
 	stored := items[0].msg.Subject()
 	before := st.Header.LastSeq
-	fx := &effects{}
 	prevNew := false
 	for _, it := range items {
 		seq := it.meta.Sequence.Stream
@@ -124,6 +133,9 @@ func (w *Worker) processSession(part *partition, k session.Key, items []*item) {
 		w.commits.Add(1)
 		w.idle.touch(st.Header)
 		w.record(fx)
+	}
+	for _, s := range fx.spans {
+		s.End()
 	}
 	for _, it := range items {
 		if it.bad != "" {
@@ -202,6 +214,21 @@ func (w *Worker) decide(st *session.State, m message, fx *effects) (bad string) 
 		return w.reject(st, m, m.header.Get("ce-id"), err.Error(), deadletter.ClassMalformed, fx)
 	}
 	id := ev.ID()
+	if ev.Type() == events.TypeTurn || ev.Type() == events.TypeSessionEnded {
+		tctx, span := w.tracer.Start(events.TraceContext(context.Background(), ev), "agentmem.ingest."+spanName(ev.Type()),
+			trace.WithSpanKind(trace.SpanKindConsumer),
+			trace.WithAttributes(attribute.String("agentmem.tenant", m.addr.Tenant), attribute.String("agentmem.session", m.addr.Session),
+				attribute.String("messaging.message.id", id), attribute.Int64("messaging.nats.stream_seq", int64(m.seq)),
+				attribute.Int("agentmem.partition", m.addr.Partition)))
+		fx.spans = append(fx.spans, span)
+		fx.trace = tctx
+		defer func() {
+			if bad != "" {
+				span.SetAttributes(attribute.String("agentmem.dead_letter.reason", bad))
+				span.SetStatus(codes.Error, "dead-lettered")
+			}
+		}()
+	}
 	if named, ok := namedTenant(ev); ok && named != m.addr.Tenant {
 		return w.reject(st, m, id, fmt.Sprintf("the event names tenant %q on the subject of tenant %q: the tenant is the subject's", named, m.addr.Tenant), deadletter.ClassTenantMismatch, fx)
 	}
@@ -212,6 +239,7 @@ func (w *Worker) decide(st *session.State, m message, fx *effects) (bad string) 
 	if st.Seen(id) {
 		w.duplicates.Add(1)
 		fx.dups++
+		trace.SpanFromContext(fx.trace).SetAttributes(attribute.Bool("agentmem.duplicate", true))
 		return ""
 	}
 	at := ev.Time()
@@ -249,6 +277,8 @@ func (w *Worker) decide(st *session.State, m message, fx *effects) (bad string) 
 		st.Add(e, w.cfg.Budget.Conversation(), turn.User)
 		w.applied.Add(1)
 		fx.turns++
+		trace.SpanFromContext(fx.trace).SetAttributes(attribute.Int("agentmem.tokens", e.Tokens),
+			attribute.Int("agentmem.short_term_tokens", st.Short.Tokens()))
 		w.checkPressure(st, e, m.stored, fx)
 	case events.TypeSessionEnded:
 		end, err := events.DecodeData[events.SessionEnded](ev)
@@ -268,6 +298,14 @@ func (w *Worker) decide(st *session.State, m message, fx *effects) (bad string) 
 		return w.reject(st, m, id, fmt.Sprintf("unknown event type %q: expected %s or %s", ev.Type(), events.TypeTurn, events.TypeSessionEnded), deadletter.ClassUnknownType, fx)
 	}
 	return ""
+}
+
+// spanName names the span of applying an event type.
+func spanName(typ string) string {
+	if typ == events.TypeSessionEnded {
+		return "session_end"
+	}
+	return "turn"
 }
 
 // namedTenant returns the tenant an event names itself, in a "tenant" CloudEvents extension or a

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/pkg/events"
@@ -131,7 +133,12 @@ func (w *Worker) checkPressure(st *session.State, trigger memory.Entry, storedAt
 		Ratio: float64(tokens) / float64(budget), EntryIDs: sel.ids, FirstSeq: sel.firstSeq, LastSeq: sel.lastSeq,
 		Number: number, SummaryID: sumID, SummaryTokens: w.cfg.SummaryTokens, Provenance: provenance,
 	}
-	msg, err := w.pressureMsg(st.Key, fmt.Sprintf("pressure-%d-%s", number, sumID), trigger.Timestamp, body)
+	pctx, span := w.tracer.Start(fx.trace, "agentmem.ingest.pressure", trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(attribute.Int("agentmem.tokens", tokens), attribute.Int("agentmem.budget", budget),
+			attribute.Float64("agentmem.ratio", body.Ratio), attribute.Int("agentmem.pressure", number),
+			attribute.String("agentmem.summary_id", sumID), attribute.Int("agentmem.entries", len(sel.ids))))
+	fx.spans = append(fx.spans, span)
+	msg, err := w.pressureMsg(pctx, st.Key, fmt.Sprintf("pressure-%d-%s", number, sumID), trigger.Timestamp, body)
 	if err != nil {
 		w.log.Error().Err(err).Msg("building pressure event")
 		return
@@ -141,11 +148,12 @@ func (w *Worker) checkPressure(st *session.State, trigger memory.Entry, storedAt
 	w.pressures.Add(1)
 }
 
-func (w *Worker) pressureMsg(k session.Key, id string, at time.Time, body events.Pressure) (*nats.Msg, error) {
+func (w *Worker) pressureMsg(ctx context.Context, k session.Key, id string, at time.Time, body events.Pressure) (*nats.Msg, error) {
 	ev, err := events.NewEvent(id, events.TypePressure, w.cfg.Source, at, body)
 	if err != nil {
 		return nil, err
 	}
+	events.SetTraceContext(ctx, &ev)
 	ev.SetSubject(k.Session)
 	subject, err := events.PressureSubject(k.Tenant, k.Session)
 	if err != nil {
@@ -200,7 +208,7 @@ func (w *Worker) repressure(ctx context.Context, k session.Key, attempt int) err
 		body.Provenance = st.Provenance(body.EntryIDs)
 	}
 	id := fmt.Sprintf("pressure-%d-%s-r%d", h.Pressures, h.SummaryID, attempt)
-	msg, err := w.pressureMsg(k, id, newest, body)
+	msg, err := w.pressureMsg(ctx, k, id, newest, body)
 	if err != nil {
 		return err
 	}

@@ -8,9 +8,12 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmem/agentmem/internal/deadletter"
 	"github.com/agentmem/agentmem/internal/session"
+	"github.com/agentmem/agentmem/internal/tracing"
 	"github.com/agentmem/agentmem/pkg/events"
 )
 
@@ -55,7 +58,7 @@ func (w *Worker) applySummaries(part *partition, batch []jetstream.Msg) {
 	}
 }
 
-func (w *Worker) applySummary(part *partition, m jetstream.Msg) error {
+func (w *Worker) applySummary(part *partition, m jetstream.Msg) (err error) {
 	k, err := parseSummarySubject(m.Subject())
 	if err != nil {
 		return err
@@ -64,6 +67,11 @@ func (w *Worker) applySummary(part *partition, m jetstream.Msg) error {
 	if err != nil {
 		return err
 	}
+	_, span := w.tracer.Start(events.TraceContext(context.Background(), ev), "agentmem.ingest.summary",
+		trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithAttributes(attribute.String("agentmem.tenant", k.Tenant), attribute.String("agentmem.session", k.Session),
+			attribute.String("messaging.message.id", ev.ID())))
+	defer func() { tracing.End(span, err) }()
 	if ev.Type() != events.TypeSummary {
 		return fmt.Errorf("%w: unexpected event type %q on a summaries subject", events.ErrInvalid, ev.Type())
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/agentmem/agentmem/internal/archive"
@@ -20,6 +21,7 @@ import (
 	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/internal/session"
+	"github.com/agentmem/agentmem/internal/tracing"
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
 )
@@ -55,6 +57,7 @@ type Worker struct {
 	idle    *idleTracker
 
 	members atomic.Pointer[membership]
+	tracer  trace.Tracer
 
 	messages, filled, applied, rejected, duplicates, pressures, summaries atomic.Uint64
 	commits, writes, conflicts, failures                                  atomic.Uint64
@@ -87,6 +90,7 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, log zerolog.Lo
 		store:   store,
 		reader:  archive.NewReader(js, cfg.Topology.TurnsStream()),
 		dlq:     deadletter.NewWriter(js, cfg.DeadLetterMaxBody).Instrument(cfg.Metrics, "ingest"),
+		tracer:  tracing.Tracer(cfg.Tracer),
 	}
 	w.idle = newIdleTracker(w)
 	if cfg.NoConsumers {

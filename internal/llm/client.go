@@ -22,10 +22,16 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/pkg/memory"
 )
+
+// Scope is the instrumentation scope of the LLM and embedding spans.
+const Scope = "github.com/agentmem/agentmem/internal/llm"
 
 // Client is a chat completion client for one model of one OpenAI-compatible server. It is
 // safe for concurrent use.
@@ -79,7 +85,19 @@ func (c *Client) Provider() string { return c.base.Host }
 // unknown role, or is answered only with a refusal), ErrUnavailable when every attempt failed
 // transiently (and also ErrMalformed when the last attempt's body was not a completion), or
 // ctx.Err() when ctx ends first.
-func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
+func (c *Client) Complete(ctx context.Context, req Request) (_ Response, err error) {
+	// A child span of the caller's, when the caller records one (GenAI semantic conventions).
+	ctx, span := trace.SpanFromContext(ctx).TracerProvider().Tracer(Scope).Start(ctx, "chat "+c.cfg.Model,
+		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+			attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.provider.name", c.base.Host),
+			attribute.String("gen_ai.request.model", c.cfg.Model), attribute.String("agentmem.purpose", purpose(req))))
+	defer func() {
+		if err != nil {
+			span.SetAttributes(attribute.String("error.type", ErrorKind(err)))
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+	}()
 	params, err := c.params(req)
 	if err != nil {
 		return Response{}, fmt.Errorf("llm: %s: %w", purpose(req), err)
@@ -133,6 +151,8 @@ func (c *Client) Complete(ctx context.Context, req Request) (Response, error) {
 	}
 	resp.Usage, resp.Estimated = usage(out.Usage, req.Messages, resp.Content)
 	c.obs.Call(time.Since(start), resp.Usage.InputTokens, resp.Usage.OutputTokens, nil)
+	span.SetAttributes(attribute.String("gen_ai.response.model", resp.Model), attribute.Int("gen_ai.usage.input_tokens", resp.Usage.InputTokens),
+		attribute.Int("gen_ai.usage.output_tokens", resp.Usage.OutputTokens), attribute.Int("agentmem.attempts", attempts))
 	c.log.Debug().Str("purpose", purpose(req)).Str("answered_by", resp.Model).Int("attempts", attempts).
 		Int("input_tokens", resp.Usage.InputTokens).Int("output_tokens", resp.Usage.OutputTokens).
 		Bool("estimated", resp.Estimated).Dur("latency", time.Since(start)).Msg("chat completion")

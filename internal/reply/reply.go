@@ -22,11 +22,13 @@ type Request struct {
 	Subject string
 	Data    []byte
 	Reply   string
+	// Header holds the request's headers (its traceparent), nil when it had none.
+	Header nats.Header
 }
 
 // From copies what a goroutine needs of req.
 func From(req micro.Request) Request {
-	return Request{Subject: req.Subject(), Data: req.Data(), Reply: req.Reply()}
+	return Request{Subject: req.Subject(), Data: req.Data(), Reply: req.Reply(), Header: nats.Header(req.Headers())}
 }
 
 // JSON replies with v as JSON.

@@ -25,6 +25,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/agentmem/agentmem/internal/limits"
 	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/internal/rank"
@@ -65,6 +67,8 @@ type Config struct {
 	Limits *limits.Limiter
 	// Metrics records requests and their latency by source; nil records nothing.
 	Metrics *metrics.Metrics
+	// Tracer makes a span of every request (child of its traceparent header); nil makes none.
+	Tracer trace.TracerProvider
 }
 
 func (c Config) withDefaults() Config {

@@ -13,12 +13,16 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmem/agentmem/internal/archive"
 	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/rank"
 	"github.com/agentmem/agentmem/internal/reply"
 	"github.com/agentmem/agentmem/internal/session"
+	"github.com/agentmem/agentmem/internal/tracing"
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
 )
@@ -51,6 +55,7 @@ type Service struct {
 	log     zerolog.Logger
 	sem     chan struct{}
 	svc     micro.Service
+	tracer  trace.Tracer
 }
 
 // New returns a retriever. The topology must exist (events.Topology.Ensure).
@@ -83,6 +88,7 @@ func New(ctx context.Context, cfg Config, nc *nats.Conn, js jetstream.JetStream,
 		counter: counter,
 		log:     log.With().Str("component", "retriever").Logger(),
 		sem:     make(chan struct{}, cfg.Concurrency),
+		tracer:  tracing.Tracer(cfg.Tracer),
 	}, nil
 }
 
@@ -166,8 +172,11 @@ func (s *Service) Run(ctx context.Context) error {
 
 func (s *Service) handle(ctx context.Context, req reply.Request) {
 	start := time.Now()
+	ctx, span := s.tracer.Start(events.ExtractHeader(ctx, req.Header), "agentmem.retrieve", trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(attribute.String("messaging.destination.name", req.Subject)))
 	res, rerr := s.serve(ctx, req.Subject, req.Data)
 	s.cfg.Metrics.Retrieve(outcome(rerr), time.Since(start))
+	traceReply(span, res, rerr)
 	if req.Reply == "" {
 		return
 	}
@@ -187,6 +196,7 @@ func (s *Service) serve(ctx context.Context, subject string, body []byte) (event
 	if err != nil {
 		return events.RetrieveReply{}, &Error{Code: 400, Field: "subject", Message: err.Error()}
 	}
+	trace.SpanFromContext(ctx).SetAttributes(attribute.String("agentmem.tenant", tenant))
 	if named, ok := bodyTenant(body); ok && named != tenant {
 		return events.RetrieveReply{}, &Error{Code: 400, Field: "tenant", Message: fmt.Sprintf("the request names tenant %q on the subject of tenant %q: the tenant is the subject's", named, tenant)}
 	}
@@ -203,6 +213,39 @@ func (s *Service) serve(ctx context.Context, subject string, body []byte) (event
 		return events.RetrieveReply{}, &Error{Code: 400, Message: err.Error()}
 	}
 	return s.Retrieve(ctx, tenant, req)
+}
+
+// traceReply ends a retrieval's span with what it answered: the entries' ids, sources and
+// score parts as parallel arrays (the score is relevance × decay × weight, where relevance is
+// the keyword score, or its mean with the vector score when an embedder is in use).
+func traceReply(span trace.Span, res events.RetrieveReply, rerr *Error) {
+	defer span.End()
+	if rerr != nil {
+		span.SetAttributes(attribute.Int("agentmem.error.code", rerr.Code))
+		span.SetStatus(codes.Error, rerr.Error())
+		return
+	}
+	if !span.IsRecording() {
+		return
+	}
+	n := len(res.Entries)
+	ids, sources, types := make([]string, n), make([]string, n), make([]string, n)
+	score, keyword, vector, decay, weight := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	for i, e := range res.Entries {
+		ids[i], sources[i], types[i] = e.ID, e.Source, e.Type
+		score[i], keyword[i], decay[i], weight[i] = e.Score, e.Scores.Keyword, e.Scores.Decay, e.Scores.Weight
+		vector[i] = -1 // no vector score
+		if e.Scores.Vector != nil {
+			vector[i] = *e.Scores.Vector
+		}
+	}
+	span.SetAttributes(
+		attribute.Int("agentmem.entries", n), attribute.Int("agentmem.context_tokens", res.ContextTokens),
+		attribute.StringSlice("agentmem.entry.ids", ids), attribute.StringSlice("agentmem.entry.sources", sources),
+		attribute.StringSlice("agentmem.entry.types", types), attribute.Float64Slice("agentmem.entry.scores", score),
+		attribute.Float64Slice("agentmem.entry.scores.keyword", keyword), attribute.Float64Slice("agentmem.entry.scores.vector", vector),
+		attribute.Float64Slice("agentmem.entry.scores.decay", decay), attribute.Float64Slice("agentmem.entry.scores.weight", weight),
+	)
 }
 
 // outcome classes a request's error for the metrics.

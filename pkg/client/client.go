@@ -17,6 +17,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmem/agentmem/pkg/events"
 )
@@ -31,13 +35,19 @@ type Options struct {
 	Timeout time.Duration
 	// Structured publishes events in structured content mode instead of binary mode.
 	Structured bool
+	// TracerProvider makes the client's spans ("memory.turns publish", "memory.retrieve"), whose
+	// trace context travels with the event (CloudEvents traceparent) or request (traceparent
+	// header) so agentmem's spans join the agent's trace. Default: OpenTelemetry's global
+	// provider, a no-op unless the application sets one.
+	TracerProvider trace.TracerProvider
 }
 
 // Client talks to agentmem for one tenant. It is safe for concurrent use.
 type Client struct {
-	nc   *nats.Conn
-	js   jetstream.JetStream
-	opts Options
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	opts   Options
+	tracer trace.Tracer
 }
 
 // New returns a client on an open NATS connection. It fails when the tenant is not a valid token.
@@ -55,7 +65,11 @@ func New(nc *nats.Conn, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
-	return &Client{nc: nc, js: js, opts: opts}, nil
+	tp := opts.TracerProvider
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	return &Client{nc: nc, js: js, opts: opts, tracer: tp.Tracer("github.com/agentmem/agentmem/pkg/client")}, nil
 }
 
 // Turn is one conversation turn to remember.
@@ -103,7 +117,7 @@ func (c *Client) EndSession(ctx context.Context, session, user string) (Ack, err
 	return c.publish(ctx, session, uuid.NewString(), events.TypeSessionEnded, time.Now(), events.SessionEnded{User: user})
 }
 
-func (c *Client) publish(ctx context.Context, session, id, typ string, at time.Time, data any) (Ack, error) {
+func (c *Client) publish(ctx context.Context, session, id, typ string, at time.Time, data any) (_ Ack, err error) {
 	subject, err := events.TurnSubject(c.opts.Tenant, session)
 	if err != nil {
 		return Ack{}, err
@@ -113,6 +127,12 @@ func (c *Client) publish(ctx context.Context, session, id, typ string, at time.T
 		return Ack{}, err
 	}
 	ev.SetSubject(session)
+	ctx, span := c.tracer.Start(ctx, "memory.turns publish", trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(attribute.String("messaging.system", "nats"), attribute.String("messaging.destination.name", subject),
+			attribute.String("messaging.message.id", id), attribute.String("cloudevents.event_type", typ),
+			attribute.String("agentmem.tenant", c.opts.Tenant), attribute.String("agentmem.session", session)))
+	defer func() { endSpan(span, err) }()
+	events.SetTraceContext(ctx, &ev)
 	var msg *nats.Msg
 	if c.opts.Structured {
 		msg, err = events.StructuredMsg(subject, ev)
@@ -132,6 +152,14 @@ func (c *Client) publish(ctx context.Context, session, id, typ string, at time.T
 	return Ack{ID: id, Stream: pa.Stream, Sequence: pa.Sequence, Duplicate: pa.Duplicate}, nil
 }
 
+func endSpan(span trace.Span, err error) {
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}
+
 // ServiceError is an error reply of an agentmem service.
 type ServiceError struct {
 	Code    int
@@ -148,7 +176,7 @@ func (e *ServiceError) Error() string {
 
 // Retrieve asks the retriever. Service errors come back as *ServiceError (400 for a bad
 // request, 503 when After was not applied within WaitMS, …).
-func (c *Client) Retrieve(ctx context.Context, req events.RetrieveRequest) (events.RetrieveReply, error) {
+func (c *Client) Retrieve(ctx context.Context, req events.RetrieveRequest) (_ events.RetrieveReply, err error) {
 	var reply events.RetrieveReply
 	subject, err := events.RetrieveSubject(c.opts.Tenant)
 	if err != nil {
@@ -167,7 +195,13 @@ func (c *Client) Retrieve(ctx context.Context, req events.RetrieveRequest) (even
 	}
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
-	msg, err := c.nc.RequestWithContext(ctx, subject, body)
+	ctx, span := c.tracer.Start(ctx, "memory.retrieve", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("agentmem.tenant", c.opts.Tenant), attribute.String("agentmem.session", req.Session)))
+	defer func() { endSpan(span, err) }()
+	rm := nats.NewMsg(subject)
+	rm.Data = body
+	events.InjectHeader(ctx, rm.Header)
+	msg, err := c.nc.RequestMsgWithContext(ctx, rm)
 	if err != nil {
 		return reply, fmt.Errorf("requesting %s: %w", subject, err)
 	}

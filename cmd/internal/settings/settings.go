@@ -27,6 +27,7 @@ import (
 	"github.com/agentmem/agentmem/internal/limits"
 	"github.com/agentmem/agentmem/internal/llm"
 	"github.com/agentmem/agentmem/internal/metrics"
+	"github.com/agentmem/agentmem/internal/tracing"
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
 )
@@ -291,6 +292,46 @@ func ServeMetrics(ctx context.Context, addr string, m *metrics.Metrics, log zero
 			log.Error().Err(err).Str("addr", addr).Msg("metrics endpoint failed")
 		}
 	}()
+}
+
+// Tracing holds the tracing flags.
+type Tracing struct {
+	endpoint *string
+	ratio    *float64
+}
+
+// BindTracing registers --otlp-endpoint and --trace-sample (tracing is off without an endpoint).
+func BindTracing(fs *flag.FlagSet) *Tracing {
+	return &Tracing{
+		endpoint: fs.String("otlp-endpoint", "", "OTLP/HTTP collector base URL for traces, e.g. http://localhost:4318 (empty: no tracing)"),
+		ratio:    fs.Float64("trace-sample", 1, "share of new traces recorded, 0 to 1 (traces begun by a sampled publisher are always recorded)"),
+	}
+}
+
+// Provider starts the tracer provider of service (a no-op one when tracing is off). Shut it
+// down on exit so the last spans are exported.
+func (t *Tracing) Provider(ctx context.Context, service string, log zerolog.Logger) (*tracing.Provider, error) {
+	cfg := tracing.Config{Endpoint: strings.TrimRight(*t.endpoint, "/"), SampleRatio: *t.ratio, Service: service}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("--otlp-endpoint/--trace-sample: %w", err)
+	}
+	p, err := tracing.New(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Enabled() {
+		log.Info().Str("endpoint", cfg.Endpoint).Float64("sample", cfg.SampleRatio).Msg("tracing on")
+	}
+	return p, nil
+}
+
+// ShutdownTracing exports the spans p still holds, waiting at most 5 seconds.
+func ShutdownTracing(p *tracing.Provider, log zerolog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.Shutdown(ctx); err != nil {
+		log.Warn().Err(err).Msg("exporting the last spans")
+	}
 }
 
 // WorkerMetrics returns the metrics of a worker process, with the lag of the consumers keep

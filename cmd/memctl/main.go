@@ -63,6 +63,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			replayCommand(out),
 			authCommand(out),
 			mcpCommand(out),
+			importCommand(out),
+			statsCommand(out),
 		},
 		Exec: func(context.Context, []string) error { return flag.ErrHelp },
 	}

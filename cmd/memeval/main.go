@@ -18,6 +18,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
 
 	"github.com/agentmem/agentmem/cmd/internal/settings"
 	"github.com/agentmem/agentmem/internal/broker"
@@ -61,6 +63,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	serviceLog := fs.String("service-log-level", "warn", "log level of the in-process service")
 	skipIngest := fs.Bool("skip-ingest", false, "only ask (with --nats: the sets were published by an earlier run with the same --n and --seed)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (the in-process service included) to this file")
+	quiet := fs.Bool("quiet", false, "no progress bar (there is none either when stderr is not a terminal)")
 	logf := settings.BindLog(fs)
 	if err := settings.Parse(fs, args); err != nil {
 		return err
@@ -87,6 +90,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if *settle == 0 {
 		cfg.Settle = -1
+	}
+	if !*quiet && isTerminal(stderr) {
+		cfg.Progress = questionBar(stderr)
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -158,6 +164,36 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return f.Sync()
 	}
 	return nil
+}
+
+// isTerminal reports whether w is a terminal: only then is a progress bar drawn, so that
+// redirected output (make eval > file, CI logs) gets none of its carriage returns.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// questionBar returns an eval.Config.Progress that draws one progress bar per set on w: the
+// questions answered of the set's total, their rate and the time left. The bar ends (with a new
+// line) when the last question is answered, before the set's results go to stdout.
+func questionBar(w io.Writer) func(set string, done, total int) {
+	var bar *progressbar.ProgressBar
+	var current string
+	return func(set string, done, total int) {
+		if bar == nil || set != current {
+			current = set
+			bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(w),
+				progressbar.OptionSetDescription(set+": questions"), progressbar.OptionShowCount(),
+				progressbar.OptionShowIts(), progressbar.OptionSetItsString("questions"),
+				progressbar.OptionSetPredictTime(true), progressbar.OptionThrottle(100*time.Millisecond),
+				progressbar.OptionSetWidth(30))
+		}
+		_ = bar.Set(done)
+		if done >= total {
+			_ = bar.Finish()
+			fmt.Fprintln(w)
+		}
+	}
 }
 
 // serviceLogger is the in-process service's logger: the run's format, its own level (quieter

@@ -72,6 +72,10 @@ type Config struct {
 	// SkipIngest only asks: the sets were published to the service by an earlier run (with the
 	// same N and Seed).
 	SkipIngest bool
+	// Progress, when set, is told of every answered question of a set (done of total) instead of
+	// the log lines at each tenth; memeval draws a progress bar with it. It is called from the
+	// goroutines asking, one call at a time.
+	Progress func(set string, done, total int)
 }
 
 func (c Config) withDefaults() Config {
@@ -288,6 +292,9 @@ func (r *Runner) ask(ctx context.Context, set *Set, dw *detailWriter) SetReport 
 	acc := newMeans()
 	var lat latencies
 	prog := newProgress(r.log, set.Name+": queries", len(set.Queries))
+	if r.cfg.Progress != nil {
+		prog.report = func(done, total int) { r.cfg.Progress(set.Name, done, total) }
+	}
 	var mu sync.Mutex
 	errCount, firstErr := 0, ""
 	next := make(chan int)

@@ -55,6 +55,7 @@ func startService(t *testing.T) *nats.Conn {
 //     of u2 finds one of its two memories (R@k = 0.5, hit = 1). Overall R@k = 0.75, hit 1.
 func TestRunOnTinySets(t *testing.T) {
 	nc := startService(t)
+	progress := map[string][][2]int{} // Progress is called one call at a time
 	r, err := eval.New(eval.Config{
 		LongMemEvalFile: filepath.Join("testdata", "lme_tiny.json"),
 		MADialDir:       filepath.Join("testdata", "madial"),
@@ -62,6 +63,9 @@ func TestRunOnTinySets(t *testing.T) {
 		// (userCache.noteSessions sums every view's bytes without the views' locks).
 		Concurrency: 1, Window: 3, Poll: 20 * time.Millisecond, Settle: -1,
 		Timeout: 20 * time.Second, WaitTimeout: time.Minute,
+		Progress: func(set string, done, total int) {
+			progress[set] = append(progress[set], [2]int{done, total})
+		},
 	}, nc, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
@@ -80,6 +84,19 @@ func TestRunOnTinySets(t *testing.T) {
 	}
 	if len(rep.Sets) != 3 {
 		t.Fatalf("%d set reports", len(rep.Sets))
+	}
+	// The progress hook saw every question of every set, counting up to the set's total.
+	for _, sr := range rep.Sets {
+		steps := progress[sr.Name]
+		if len(steps) != sr.Queries {
+			t.Errorf("set %s: %d progress calls for %d questions", sr.Name, len(steps), sr.Queries)
+			continue
+		}
+		for i, st := range steps {
+			if st != [2]int{i + 1, sr.Queries} {
+				t.Errorf("set %s: progress call %d was %v", sr.Name, i, st)
+			}
+		}
 	}
 	check := func(sr eval.SetReport, group, metric string, want float64, n int) {
 		t.Helper()

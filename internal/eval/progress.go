@@ -7,12 +7,14 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// progress logs "label: done/total" each time another tenth of total is done.
+// progress logs "label: done/total" each time another tenth of total is done, or, when report is
+// set, calls it with every step instead.
 type progress struct {
-	log   zerolog.Logger
-	label string
-	total int
-	start time.Time
+	log    zerolog.Logger
+	label  string
+	total  int
+	start  time.Time
+	report func(done, total int)
 
 	mu   sync.Mutex
 	done int
@@ -30,6 +32,10 @@ func (p *progress) add(n int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.done += n
+	if p.report != nil {
+		p.report(p.done, p.total)
+		return
+	}
 	tenth := min(10, p.done*10/p.total)
 	if tenth < p.next {
 		return

@@ -17,6 +17,7 @@ import (
 	"github.com/agentmem/agentmem/internal/broker"
 	"github.com/agentmem/agentmem/internal/daemon"
 	"github.com/agentmem/agentmem/internal/extract"
+	"github.com/agentmem/agentmem/internal/gateway"
 	"github.com/agentmem/agentmem/internal/ingest"
 	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/internal/retrieve"
@@ -48,7 +49,9 @@ func run(ctx context.Context, args []string) error {
 	healthAddr := settings.BindHealth(fs)
 	metricsAddr := settings.BindMetrics(fs)
 	tracer := settings.BindTracing(fs)
-	httpAddr := fs.String("http", "", "address of the HTTP server: /metrics, /healthz, /readyz (empty: none)")
+	httpAddr := fs.String("http", "", "address of the HTTP server, e.g. 127.0.0.1:8080: the HTTP API and MCP under /v1/, the inspector under /inspector/, /metrics, /healthz, /readyz (empty: none)")
+	httpTokens := fs.String("http-tokens", "", `bearer tokens of the HTTP API, a JSON file {"token": "tenant", …} (empty: no authentication, the tenant is the URL's)`)
+	inspectorToken := fs.String("inspector-token", "", "bearer token the inspector's API requires (empty: none; keep --http on loopback then)")
 	budget := settings.BindBudget(fs)
 	topo := settings.BindTopology(fs)
 	embedCfg := settings.BindEmbed(fs)
@@ -105,6 +108,14 @@ func run(ctx context.Context, args []string) error {
 		}
 		cfg.ClientOptions = append(cfg.ClientOptions, o)
 	}
+	hc := httpConfig{Addr: *httpAddr, Topology: cfg.Topology, InspectorKey: *inspectorToken, PressureRatio: cfg.Ingest.Budget.PressureRatio}
+	if *httpTokens != "" {
+		if hc.Tokens, err = gateway.LoadTokens(*httpTokens); err != nil {
+			return fmt.Errorf("--http-tokens: %w", err)
+		}
+	} else if *httpAddr != "" {
+		log.Warn().Msg("no --http-tokens: the HTTP API has no authentication, any caller acts for any tenant")
+	}
 	dm, err := daemon.Start(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -123,7 +134,7 @@ func run(ctx context.Context, args []string) error {
 	}()
 	settings.ServeHealth(ctx, *healthAddr, dm.Conn(), m, log)
 	settings.ServeMetrics(ctx, *metricsAddr, m, log)
-	if err := serveHTTP(ctx, *httpAddr, dm, m, log); err != nil {
+	if err := serveHTTP(ctx, hc, dm, m, log); err != nil {
 		_ = dm.Stop()
 		return fmt.Errorf("--http: %w", err)
 	}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// TestHTTPServesAPIInspectorAndMetrics runs memoryd itself with --http and bearer tokens and
+// checks that one listener serves the HTTP API (a turn published over HTTP is read back),
+// the inspector page and its API, /metrics and the health endpoints.
+func TestHTTPServesAPIInspectorAndMetrics(t *testing.T) {
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens.json")
+	if err := os.WriteFile(tokens, []byte(`{"tok-acme":"acme"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"--listen", freeAddr(t), "--data", filepath.Join(dir, "data"), "--http", addr,
+			"--http-tokens", tokens, "--inspector-token", "insp", "--log-level", "error"})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("memoryd: %v", err)
+		}
+	})
+	base := "http://" + addr
+	do := func(method, path, token, ctype, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		if ctype != "" {
+			req.Header.Set("Content-Type", ctype)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if code, _ := do("GET", "/readyz", "", "", ""); code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("memoryd's HTTP server not ready within 30s")
+		}
+		tick := time.NewTimer(50 * time.Millisecond)
+		<-tick.C
+	}
+	ev := `{"specversion":"1.0","id":"t1","type":"agentmem.turn.v1","source":"test","subject":"s1",` +
+		`"datacontenttype":"application/json","data":{"user":"u1","role":"user","content":"我喜欢喝龙井茶"}}`
+	if code, body := do("POST", "/v1/tenants/acme/events", "tok-acme", "application/cloudevents+json", ev); code != http.StatusAccepted {
+		t.Fatalf("publish over HTTP: %d %s", code, body)
+	}
+	if code, body := do("POST", "/v1/tenants/acme/events", "", "application/cloudevents+json", ev); code != http.StatusUnauthorized {
+		t.Fatalf("publish without a token: %d %s", code, body)
+	}
+	retrieve := `{"query":"龙井","session":"s1","after":"t1","wait_ms":5000}`
+	if code, body := do("POST", "/v1/tenants/acme/retrieve", "tok-acme", "application/json", retrieve); code != http.StatusOK || !strings.Contains(body, "龙井茶") {
+		t.Fatalf("retrieve over HTTP: %d %s", code, body)
+	}
+	for _, c := range []struct {
+		path, token string
+		code        int
+		has         string
+	}{
+		{"/v1/tenants/acme/sessions/s1", "tok-acme", 200, `"id":"t1"`},
+		{"/v1/openapi.json", "", 200, `"openapi"`},
+		{"/inspector/", "", 200, "<html"},
+		{"/inspector/api/tenants", "insp", 200, "acme"},
+		{"/inspector/api/tenants", "", 401, ""},
+		{"/metrics", "", 200, "agentmem_turns_applied_total"},
+		{"/healthz", "", 200, "ok"},
+	} {
+		code, body := do("GET", c.path, c.token, "", "")
+		if code != c.code || !strings.Contains(body, c.has) {
+			t.Errorf("GET %s: %d, want %d with %q; %s", c.path, code, c.code, c.has, firstLine(body))
+		}
+	}
+	if code, _ := do("GET", "/", "", "", ""); code != http.StatusOK {
+		t.Errorf("GET / (redirected to the inspector): %d", code)
+	}
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return fmt.Sprintf("%.200s", s)
+}

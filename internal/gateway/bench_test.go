@@ -1,0 +1,203 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentmem/agentmem/internal/gateway"
+	"github.com/agentmem/agentmem/pkg/client"
+	"github.com/agentmem/agentmem/pkg/events"
+)
+
+// benchClient is an HTTP client that keeps enough idle connections for parallel publishers.
+func benchClient() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 64
+	return &http.Client{Transport: tr}
+}
+
+// post sends a request and fails unless it gets want.
+func post(b *testing.B, c *http.Client, url string, header map[string]string, body string, want int) []byte {
+	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != want {
+		b.Fatalf("status %d: %s", resp.StatusCode, data)
+	}
+	return data
+}
+
+// paired records the durations of the two ways of doing one thing, measured alternately in the
+// same loop so that whatever else the machine does weighs on both alike.
+type paired struct {
+	mu         sync.Mutex
+	http, nats []time.Duration
+}
+
+func (p *paired) add(h, n time.Duration) {
+	p.mu.Lock()
+	p.http, p.nats = append(p.http, h), append(p.nats, n)
+	p.mu.Unlock()
+}
+
+// report adds per-way metrics: operations per second of wall time (each way had half of it, so
+// it counts double), and p50/p99 latencies.
+func (p *paired) report(b *testing.B, unit string) {
+	for _, w := range []struct {
+		name string
+		lat  []time.Duration
+	}{{"http", p.http}, {"nats", p.nats}} {
+		if len(w.lat) == 0 {
+			continue
+		}
+		var sum time.Duration
+		for _, d := range w.lat {
+			sum += d
+		}
+		slices.Sort(w.lat)
+		b.ReportMetric(float64(len(w.lat))/sum.Seconds(), w.name+"-"+unit+"/s")
+		b.ReportMetric(float64(w.lat[len(w.lat)/2].Microseconds()), w.name+"-p50-µs")
+		b.ReportMetric(float64(w.lat[len(w.lat)*99/100].Microseconds()), w.name+"-p99-µs")
+	}
+}
+
+// timed returns how long fn took.
+func timed(fn func()) time.Duration {
+	t0 := time.Now()
+	fn()
+	return time.Since(t0)
+}
+
+// BenchmarkPublish measures publishing turns (until JetStream acknowledged them) through the
+// HTTP gateway next to the same through NATS with pkg/client, alternately in one loop, against
+// one in-process agentmem whose workers apply the turns meanwhile. turns/s is per way: the
+// number of its turns over the time spent in its calls (per publisher, for parallel).
+func BenchmarkPublish(b *testing.B) {
+	e := start(b, gateway.Config{})
+	cl, err := client.New(e.nc, client.Options{Tenant: "acme"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	hc := benchClient()
+	url := e.srv.URL + "/v1/tenants/acme/events"
+	content := "I moved the deploy job to the new cluster and the build takes four minutes now"
+	var n atomic.Int64
+	httpTurn := func() {
+		i := n.Add(1)
+		r := binaryTurn(fmt.Sprintf("h%d", i), fmt.Sprintf("hs%d", i%32), fmt.Sprintf("u%d", i%32), "user", content)
+		post(b, hc, url, r.header, r.body, http.StatusAccepted)
+	}
+	natsTurn := func() {
+		i := n.Add(1)
+		if _, err := cl.Publish(context.Background(), client.Turn{ID: fmt.Sprintf("n%d", i), Session: fmt.Sprintf("ns%d", i%32),
+			User: fmt.Sprintf("u%d", i%32), Role: "user", Content: content}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("sequential", func(b *testing.B) {
+		var p paired
+		for b.Loop() {
+			p.add(timed(httpTurn), timed(natsTurn))
+		}
+		p.report(b, "turns")
+	})
+	b.Run("parallel", func(b *testing.B) {
+		var p paired
+		b.SetParallelism(4)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				p.add(timed(httpTurn), timed(natsTurn))
+			}
+		})
+		p.report(b, "turns")
+		b.ReportMetric(float64(2*b.N)/b.Elapsed().Seconds(), "both-turns/s")
+	})
+	b.Run("batch100", func(b *testing.B) {
+		// One op is a turn: 100 through the gateway in one batch, then the same 100 through
+		// NATS with pkg/client, one after the other.
+		hdr := map[string]string{"content-type": gateway.ContentTypeBatch}
+		var httpTime, natsTime time.Duration
+		for done := 0; done < b.N; {
+			size := min(100, b.N-done)
+			batch := make([]any, size)
+			for j := range batch {
+				i := n.Add(1)
+				batch[j] = structured(fmt.Sprintf("b%d", i), fmt.Sprintf("bs%d", i%32), events.TypeTurn,
+					events.Turn{Role: "user", Content: content, User: fmt.Sprintf("u%d", i%32)})
+			}
+			body, _ := json.Marshal(batch)
+			httpTime += timed(func() { post(b, hc, url, hdr, string(body), http.StatusAccepted) })
+			natsTime += timed(func() {
+				for range size {
+					natsTurn()
+				}
+			})
+			done += size
+		}
+		b.ReportMetric(float64(b.N)/httpTime.Seconds(), "http-batch-turns/s")
+		b.ReportMetric(float64(b.N)/natsTime.Seconds(), "nats-turns/s")
+	})
+}
+
+// BenchmarkRetrieve measures a retrieve over a session of 200 turns through the HTTP gateway next
+// to the same request through NATS with pkg/client, alternately in one loop.
+func BenchmarkRetrieve(b *testing.B) {
+	e := start(b, gateway.Config{})
+	cl, err := client.New(e.nc, client.Options{Tenant: "acme"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	topics := []string{"the deploy pipeline", "my favourite editor", "the database migration", "lunch plans", "the quarterly report"}
+	var last string
+	for i := range 200 {
+		ack, err := cl.Publish(ctx, client.Turn{Session: "s1", User: "alice", Role: "user",
+			Content: fmt.Sprintf("note %d about %s and some more words to make it a realistic turn", i, topics[i%len(topics)])})
+		if err != nil {
+			b.Fatal(err)
+		}
+		last = ack.ID
+	}
+	if _, err := cl.Retrieve(ctx, events.RetrieveRequest{Query: "deploy", Session: "s1", After: last, WaitMS: 30000}); err != nil {
+		b.Fatal(err)
+	}
+	req := events.RetrieveRequest{Query: "what did I say about the database migration?", Session: "s1", User: "alice"}
+	body, _ := json.Marshal(req)
+	hc := benchClient()
+	url := e.srv.URL + "/v1/tenants/acme/retrieve"
+	hdr := map[string]string{"content-type": "application/json"}
+	var p paired
+	for b.Loop() {
+		h := timed(func() {
+			if out := post(b, hc, url, hdr, string(body), http.StatusOK); len(out) < 100 {
+				b.Fatalf("reply %s", out)
+			}
+		})
+		n := timed(func() {
+			if r, err := cl.Retrieve(ctx, req); err != nil || len(r.Entries) == 0 {
+				b.Fatalf("retrieve: %d entries, %v", len(r.Entries), err)
+			}
+		})
+		p.add(h, n)
+	}
+	p.report(b, "retrieves")
+}

@@ -1,0 +1,272 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmem/agentmem/pkg/events"
+)
+
+// ContentTypeBatch is the media type of a batch of structured CloudEvents: a JSON array.
+const ContentTypeBatch = "application/cloudevents-batch+json"
+
+// PublishResult says that JetStream stored an event: the 202 body of a published event.
+type PublishResult struct {
+	// ID is the event's id; Session the session its subject attribute named.
+	ID      string `json:"id"`
+	Session string `json:"session"`
+	// Stream and Seq are where JetStream stored it.
+	Stream string `json:"stream"`
+	Seq    uint64 `json:"seq"`
+	// Duplicate is true when an event with the same id was stored in the session within the
+	// stream's duplicate window: this publish added nothing.
+	Duplicate bool `json:"duplicate"`
+}
+
+// BatchResult is the 202 body of a published batch: one result per event, in order.
+type BatchResult struct {
+	Results []PublishResult `json:"results"`
+}
+
+// pending is an event ready to publish.
+type pending struct {
+	msg     *nats.Msg
+	id      string
+	session string
+}
+
+// postEvents publishes CloudEvents: one in binary mode (ce-* headers), one in structured mode
+// (application/cloudevents+json) or a batch (application/cloudevents-batch+json).
+func (g *Gateway) postEvents(w http.ResponseWriter, r *http.Request, tenant string) {
+	body, p := readBody(r, g.cfg.MaxBodyBytes)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	ct := r.Header.Get("Content-Type")
+	mt := ""
+	if ct != "" {
+		var err error
+		if mt, _, err = mime.ParseMediaType(ct); err != nil {
+			writeProblem(w, r, problem(http.StatusBadRequest, "content-type", fmt.Sprintf("content-type %q: %v", ct, err)))
+			return
+		}
+	}
+	switch {
+	case mt == ContentTypeBatch:
+		g.publishBatch(w, r, tenant, body)
+		return
+	case mt == events.ContentTypeStructured:
+	case strings.HasPrefix(mt, "application/cloudevents"):
+		writeProblem(w, r, problem(http.StatusUnsupportedMediaType, "content-type", fmt.Sprintf(
+			"unsupported CloudEvents format %q: send binary mode (ce-* headers), %s or %s", mt, events.ContentTypeStructured, ContentTypeBatch)))
+		return
+	}
+	ev, p := g.prepare(tenant, eventMsg(r.Header, body))
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), g.cfg.Timeout)
+	defer cancel()
+	res, err := g.publish(ctx, ev)
+	if err != nil {
+		writeProblem(w, r, g.publishProblem(err))
+		return
+	}
+	writeJSON(w, http.StatusAccepted, res)
+}
+
+// eventMsg is the NATS message equivalent to an HTTP request carrying a CloudEvent: its ce-*
+// headers (percent-encoded, as in both bindings), its content type and its body.
+func eventMsg(h http.Header, body []byte) *nats.Msg {
+	nh := nats.Header{}
+	for k, vs := range h {
+		lk := strings.ToLower(k)
+		if strings.HasPrefix(lk, "ce-") || lk == "content-type" {
+			nh[lk] = vs
+		}
+	}
+	return &nats.Msg{Header: nh, Data: body}
+}
+
+// publishBatch validates every event of a batch, then publishes them in order, or none when one
+// is invalid.
+func (g *Gateway) publishBatch(w http.ResponseWriter, r *http.Request, tenant string, body []byte) {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(body, &raws); err != nil {
+		writeProblem(w, r, problem(http.StatusBadRequest, "body", "a batch is a JSON array of structured CloudEvents: "+err.Error()))
+		return
+	}
+	evs := make([]pending, 0, len(raws))
+	var bad []EventError
+	for i, raw := range raws {
+		msg := &nats.Msg{Header: nats.Header{"content-type": []string{events.ContentTypeStructured}}, Data: raw}
+		ev, p := g.prepare(tenant, msg)
+		if p != nil {
+			bad = append(bad, EventError{Index: i, Field: p.Field, Detail: p.Detail})
+			continue
+		}
+		evs = append(evs, ev)
+	}
+	if len(bad) > 0 {
+		p := problem(http.StatusBadRequest, bad[0].Field, fmt.Sprintf("event %d of the batch is invalid: %s (%d invalid of %d; none was published)",
+			bad[0].Index, bad[0].Detail, len(bad), len(raws)))
+		p.Index, p.Errors = &bad[0].Index, bad
+		writeProblem(w, r, p)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), g.cfg.Timeout)
+	defer cancel()
+	out := BatchResult{Results: make([]PublishResult, 0, len(evs))}
+	// One after the other: a failure stops the batch, so what was stored is a prefix of it and a
+	// retry of the whole batch keeps the order (the stored events come back as duplicates).
+	for i, ev := range evs {
+		res, err := g.publish(ctx, ev)
+		if err != nil {
+			p := g.publishProblem(err)
+			stored := "nothing was stored"
+			if i > 0 {
+				stored = fmt.Sprintf("events 0-%d were stored", i-1)
+			}
+			p.Detail = fmt.Sprintf("event %d (id %q) was not stored: %s; %s and the rest were not sent; retrying the whole batch is safe (stored events come back as duplicates)",
+				i, ev.id, p.Detail, stored)
+			p.Index, p.Results = &i, out.Results
+			writeProblem(w, r, p)
+			return
+		}
+		out.Results = append(out.Results, res)
+	}
+	writeJSON(w, http.StatusAccepted, out)
+}
+
+// prepare decodes and validates a CloudEvent as ingest would and returns the message to publish:
+// binary mode on memory.turns.<tenant>.<session>, with Nats-Msg-Id. The session is the event's
+// subject attribute; the tenant is the URL's and the event may not name another one.
+func (g *Gateway) prepare(tenant string, in *nats.Msg) (pending, *Problem) {
+	ev, err := events.Decode(in)
+	if err != nil {
+		return pending{}, invalid(err)
+	}
+	sess := ev.Subject()
+	if sess == "" {
+		return pending{}, problem(http.StatusBadRequest, "subject", "the event's subject attribute names its session and is required")
+	}
+	if err := events.ValidateToken("subject", sess); err != nil {
+		return pending{}, invalid(err)
+	}
+	if named, ok := namedTenant(ev.Extensions(), ev.Data()); ok && named != tenant {
+		return pending{}, problem(http.StatusBadRequest, "tenant",
+			fmt.Sprintf("the event names tenant %q on the URL of tenant %q: the tenant is the URL's", named, tenant))
+	}
+	switch ev.Type() {
+	case events.TypeTurn:
+		t, err := events.DecodeData[events.Turn](ev)
+		if err == nil {
+			err = t.Validate()
+		}
+		if err != nil {
+			return pending{}, invalid(err)
+		}
+	case events.TypeSessionEnded:
+		e, err := events.DecodeData[events.SessionEnded](ev)
+		if err == nil {
+			err = e.Validate()
+		}
+		if err != nil {
+			return pending{}, invalid(err)
+		}
+	default:
+		return pending{}, problem(http.StatusBadRequest, "type",
+			fmt.Sprintf("unknown event type %q: want %s or %s", ev.Type(), events.TypeTurn, events.TypeSessionEnded))
+	}
+	subject, err := events.TurnSubject(tenant, sess)
+	if err != nil {
+		return pending{}, invalid(err)
+	}
+	msg, err := events.BinaryMsg(subject, ev)
+	if err != nil {
+		return pending{}, invalid(err)
+	}
+	msg.Header.Set(events.HeaderMsgID, events.MsgID(tenant, sess, ev.ID()))
+	return pending{msg: msg, id: ev.ID(), session: sess}, nil
+}
+
+// namedTenant returns the tenant an event names itself, in a "tenant" extension or a "tenant"
+// string field of its data, as ingest reads it.
+func namedTenant(ext map[string]any, data []byte) (string, bool) {
+	if v, ok := ext["tenant"]; ok {
+		return fmt.Sprint(v), true
+	}
+	var d struct {
+		Tenant *string `json:"tenant"`
+	}
+	if json.Unmarshal(data, &d) == nil && d.Tenant != nil {
+		return *d.Tenant, true
+	}
+	return "", false
+}
+
+// publish stores one event and waits for JetStream's acknowledgement.
+func (g *Gateway) publish(ctx context.Context, ev pending) (PublishResult, error) {
+	pa, err := g.js.PublishMsg(ctx, ev.msg)
+	if err != nil {
+		return PublishResult{}, err
+	}
+	return PublishResult{ID: ev.id, Session: ev.session, Stream: pa.Stream, Seq: pa.Sequence, Duplicate: pa.Duplicate}, nil
+}
+
+// publishProblem maps a failed publish to a problem: 504 when JetStream did not acknowledge in
+// time, 413 when the event exceeds the server's payload limit, 503 when no stream or server
+// took it.
+func (g *Gateway) publishProblem(err error) *Problem {
+	var apiErr *jetstream.APIError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
+		return problem(http.StatusGatewayTimeout, "", fmt.Sprintf("JetStream did not acknowledge the event within %s", g.cfg.Timeout))
+	case errors.Is(err, nats.ErrMaxPayload):
+		return problem(http.StatusRequestEntityTooLarge, "body", "the event is larger than the NATS server's maximum payload")
+	case errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders):
+		return problem(http.StatusServiceUnavailable, "", "no stream took the event: JetStream is not available or the turns stream does not exist")
+	case errors.As(err, &apiErr):
+		return problem(http.StatusServiceUnavailable, "", "JetStream refused the event: "+apiErr.Description)
+	case errors.Is(err, context.Canceled):
+		return problem(http.StatusServiceUnavailable, "", "the request was cancelled")
+	default:
+		g.log.Warn().Err(err).Msg("publishing an event")
+		return problem(http.StatusServiceUnavailable, "", "publishing the event: "+err.Error())
+	}
+}
+
+// readBody reads a request body bounded by the tenant wrapper's limit: 413 beyond it, 408 when
+// the client does not send it within the server's read timeout.
+func readBody(r *http.Request, limit int64) ([]byte, *Problem) {
+	body, err := io.ReadAll(r.Body)
+	if err == nil {
+		return body, nil
+	}
+	var tooBig *http.MaxBytesError
+	var ne net.Error
+	switch {
+	case errors.As(err, &tooBig):
+		return nil, tooLarge(limit)
+	case errors.As(err, &ne) && ne.Timeout():
+		return nil, problem(http.StatusRequestTimeout, "body", "the body did not arrive in time")
+	default:
+		return nil, problem(http.StatusBadRequest, "body", "reading the body: "+err.Error())
+	}
+}
+
+// deadline is the time a request may take: Timeout, plus extra.
+func (g *Gateway) deadline(extra time.Duration) time.Duration { return g.cfg.Timeout + extra }

@@ -1,0 +1,130 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/agentmem/agentmem/pkg/events"
+)
+
+// postRetrieve forwards a retrieve request to memory.retrieve.<tenant> and passes the reply
+// through. The retriever validates the request; its errors become problems.
+func (g *Gateway) postRetrieve(w http.ResponseWriter, r *http.Request, tenant string) {
+	if p := requireJSON(r); p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	body, p := readBody(r, g.cfg.MaxBodyBytes)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	// A read-your-writes request may wait wait_ms for its turn: the request may take that long
+	// on top of the timeout. The retriever checks the value; a bad one adds nothing here.
+	var hint struct {
+		WaitMS int `json:"wait_ms"`
+	}
+	_ = json.Unmarshal(body, &hint)
+	wait := time.Duration(min(max(hint.WaitMS, 0), events.MaxWaitMS)) * time.Millisecond
+	subject, err := events.RetrieveSubject(tenant)
+	if err != nil {
+		writeProblem(w, r, invalid(err))
+		return
+	}
+	g.request(w, r, subject, body, wait, "agentmem-retriever")
+}
+
+// deleteUser forgets a user through memory.forget.<tenant> and passes the reply through.
+func (g *Gateway) deleteUser(w http.ResponseWriter, r *http.Request, tenant string) {
+	user := r.PathValue("user")
+	if err := events.ValidateToken("user", user); err != nil {
+		writeProblem(w, r, invalid(err))
+		return
+	}
+	body, err := json.Marshal(events.ForgetRequest{User: user})
+	if err != nil {
+		writeProblem(w, r, problem(http.StatusInternalServerError, "", err.Error()))
+		return
+	}
+	subject, err := events.ForgetSubject(tenant)
+	if err != nil {
+		writeProblem(w, r, invalid(err))
+		return
+	}
+	g.request(w, r, subject, body, 0, "agentmem-extractor")
+}
+
+// request sends body to a service subject and writes its reply: 200 with the body as it is, or
+// the service error as a problem with the service's code as its status.
+func (g *Gateway) request(w http.ResponseWriter, r *http.Request, subject string, body []byte, extra time.Duration, service string) {
+	ctx, cancel := context.WithTimeout(r.Context(), g.deadline(extra))
+	defer cancel()
+	msg, err := g.nc.RequestWithContext(ctx, subject, body)
+	if err != nil {
+		writeProblem(w, r, g.requestProblem(err, subject, service, extra))
+		return
+	}
+	if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
+		writeProblem(w, r, serviceProblem(code, msg))
+		return
+	}
+	writeRaw(w, http.StatusOK, msg.Data)
+}
+
+// serviceProblem turns a NATS service error into a problem: the status is the service's code
+// (502 when it is not an HTTP error status), field and detail come from the error body, or the
+// Nats-Service-Error header.
+func serviceProblem(code string, msg *nats.Msg) *Problem {
+	status, err := strconv.Atoi(code)
+	if err != nil || status < 400 || status > 599 {
+		return problem(http.StatusBadGateway, "", fmt.Sprintf("the service answered error code %q: %s", code, msg.Header.Get(micro.ErrorHeader)))
+	}
+	var eb events.ErrorBody
+	if json.Unmarshal(msg.Data, &eb) == nil && eb.Error.Message != "" {
+		detail := eb.Error.Message
+		if eb.Error.Field != "" && !strings.HasPrefix(detail, eb.Error.Field) {
+			detail = eb.Error.Field + ": " + detail
+		}
+		return problem(status, eb.Error.Field, detail)
+	}
+	return problem(status, "", msg.Header.Get(micro.ErrorHeader))
+}
+
+// requestProblem maps a failed request: 504 when the service did not answer in time, 503 when
+// none is running or the connection is gone.
+func (g *Gateway) requestProblem(err error, subject, service string, extra time.Duration) *Problem {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
+		return problem(http.StatusGatewayTimeout, "", fmt.Sprintf("%s did not answer on %s within %s", service, subject, g.deadline(extra)))
+	case errors.Is(err, nats.ErrNoResponders):
+		return problem(http.StatusServiceUnavailable, "", fmt.Sprintf("no %s is running (nothing answers on %s)", service, subject))
+	case errors.Is(err, context.Canceled):
+		return problem(http.StatusServiceUnavailable, "", "the request was cancelled")
+	default:
+		g.log.Warn().Err(err).Str("subject", subject).Msg("request failed")
+		return problem(http.StatusServiceUnavailable, "", fmt.Sprintf("requesting %s: %v", subject, err))
+	}
+}
+
+// requireJSON accepts a request without a content type or with a JSON one, else 415.
+func requireJSON(r *http.Request) *Problem {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json")) {
+		return nil
+	}
+	return problem(http.StatusUnsupportedMediaType, "content-type", fmt.Sprintf("content-type %q: want application/json", ct))
+}

@@ -1,0 +1,387 @@
+package inspector_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmem/agentmem/internal/inspector"
+	"github.com/agentmem/agentmem/internal/usage"
+	"github.com/agentmem/agentmem/pkg/events"
+	"github.com/agentmem/agentmem/pkg/memory"
+)
+
+// chromiumPath is Debian's chromium; the test installs nothing itself (.ci/run does).
+const chromiumPath = "/usr/bin/chromium"
+
+// browser drives one headless Chromium tab against the inspector.
+type browser struct {
+	t     *testing.T
+	ctx   context.Context
+	dir   string // where screenshots go
+	mu    sync.Mutex
+	notes []string // console errors and uncaught exceptions of the page
+}
+
+func newBrowser(t *testing.T) *browser {
+	t.Helper()
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Skipf("skipping the browser test: %s is absent (apt-get install chromium; .ci/run installs it): %v", chromiumPath, err)
+	}
+	dir := os.Getenv("AGENTMEM_ARTIFACTS")
+	if dir == "" {
+		dir = t.TempDir()
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Every wait below is bounded by this context as well as by its own timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromiumPath),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("lang", "en-US"),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1440, 1000),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	bctx, cancelTab := chromedp.NewContext(actx)
+	b := &browser{t: t, ctx: bctx, dir: dir}
+	// Start the browser now, so that a broken install fails here with a clear message.
+	if err := chromedp.Do(bctx); err != nil {
+		cancelTab()
+		cancelAlloc()
+		cancel()
+		t.Fatalf("starting %s: %v", chromiumPath, err)
+	}
+	msgs := chromedp.Console(bctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for m, err := range msgs {
+			if err != nil {
+				return
+			}
+			if m.IsException() || m.Type == chromedp.ConsoleError {
+				b.mu.Lock()
+				b.notes = append(b.notes, m.String()+" at "+m.URL+":"+strconv.FormatInt(m.Line, 10))
+				b.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancelTab()
+		cancelAlloc()
+		cancel()
+		<-done
+	})
+	return b
+}
+
+// errors returns the console errors and exceptions seen so far.
+func (b *browser) errors() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.notes...)
+}
+
+func (b *browser) do(actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		b.t.Fatalf("browser: %v", err)
+	}
+}
+
+// eval evaluates a JavaScript expression in the page.
+func eval[T any](b *browser, expr string) T {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		b.t.Fatalf("evaluating %s: %v", expr, err)
+	}
+	return v
+}
+
+// text is the textContent of the first element matching a CSS selector, "" when there is none.
+func (b *browser) text(sel string) string {
+	b.t.Helper()
+	return eval[string](b, fmt.Sprintf(`(document.querySelector(%q)?.textContent ?? "")`, sel))
+}
+
+func (b *browser) attr(sel, name string) string {
+	b.t.Helper()
+	return eval[string](b, fmt.Sprintf(`(document.querySelector(%q)?.getAttribute(%q) ?? "")`, sel, name))
+}
+
+func (b *browser) count(sel string) int {
+	b.t.Helper()
+	return eval[int](b, fmt.Sprintf(`document.querySelectorAll(%q).length`, sel))
+}
+
+// waitFor polls a JavaScript condition until it holds, for at most 25 seconds.
+func (b *browser) waitFor(what, cond string) {
+	b.t.Helper()
+	deadline := time.Now().Add(25 * time.Second)
+	for {
+		if eval[bool](b, "Boolean("+cond+")") {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.shot("failed-" + strings.ReplaceAll(what, " ", "-"))
+			b.t.Fatalf("the page never showed %s (%s); main: %q; console: %v", what, cond, b.text("#main"), b.errors())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// shot saves a full-page PNG screenshot and logs its path.
+func (b *browser) shot(name string) string {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 20*time.Second)
+	defer cancel()
+	// From the top, so that the sticky header sits where it belongs in the full-page image.
+	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`)); err != nil {
+		b.t.Errorf("scrolling up for %s: %v", name, err)
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		b.t.Errorf("screenshot %s: %v", name, err)
+		return ""
+	}
+	path := filepath.Join(b.dir, "inspector-"+name+".png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Logf("screenshot: %s", path)
+	return path
+}
+
+// TestInspectorInBrowser loads the inspector in headless Chromium and checks, step by step, what
+// a person sees: a session's gauge crossing the pressure threshold, the summary that replaced
+// the oldest turns, a search with its ranked entries (a Chinese one among them) and built
+// context, a fact's history, and the usage report.
+func TestInspectorInBrowser(t *testing.T) {
+	b := newBrowser(t)
+	e := start(t, inspector.Config{})
+	s := newScript(t, "acme", "s1", "alice")
+	s.below(t, e)
+
+	// 1. The session below the threshold: 600 of 1,000 tokens.
+	b.do(chromedp.Navigate(e.srv.URL + "/#/t/acme/s/s1"))
+	b.waitFor("the session", `document.querySelector("#main[data-view=session][data-loaded=true] #gauge")`)
+	b.waitFor("the live feed connected", `document.querySelector("#feed-status").dataset.state === "live"`)
+	if got := b.text("#gauge-ratio"); got != "60.0 %" {
+		t.Fatalf("gauge ratio %q, want 60.0 %%", got)
+	}
+	if st, badge := b.attr("#gauge", "data-state"), b.text("#gauge-state"); st != "ok" || badge != "ok" {
+		t.Fatalf("gauge state %q (badge %q), want ok", st, badge)
+	}
+	if got := b.text("#gauge-tokens"); got != "600 / 1,000 tokens" {
+		t.Fatalf("gauge tokens %q", got)
+	}
+	if got := b.text("#gauge-note"); !strings.Contains(got, "threshold 800 tokens (80.0 %)") {
+		t.Fatalf("gauge note %q, want the 80 %% threshold", got)
+	}
+	if left := eval[string](b, `document.querySelector("#gauge .gauge-threshold").style.left`); left != "80%" {
+		t.Fatalf("the threshold mark sits at %q, want 80%%", left)
+	}
+	if n := b.count("#entries tbody tr"); n != 4 {
+		t.Fatalf("%d entries shown, want 4", n)
+	}
+	for _, id := range []string{"t1", "t2", "t3", "t4"} {
+		if got := b.text(fmt.Sprintf(`#entries tr[data-id=%q] td.text`, id)); got != s.texts[id] {
+			t.Fatalf("entry %s shows %q, want %q", id, got, s.texts[id])
+		}
+	}
+	if got := b.text(`#entries tr[data-id="t2"] td:nth-child(4)`); got != "assistant" {
+		t.Fatalf("t2's role shows %q", got)
+	}
+	b.shot("01-session-below-threshold")
+
+	// 2. A long turn crosses the threshold: the page follows (feed event and polling).
+	s.cross(t, e)
+	b.waitFor("the gauge at 85 %", `document.querySelector("#gauge-ratio")?.textContent === "85.0 %"`)
+	if st, badge := b.attr("#gauge", "data-state"), b.text("#gauge-state"); st != "pressure" || badge != "pressure" {
+		t.Fatalf("gauge state %q (badge %q), want pressure", st, badge)
+	}
+	if got := b.text("#gauge-last"); !strings.Contains(got, "last crossing #1 at 90.0 % (900 / 1,000 tokens)") {
+		t.Fatalf("gauge note on the crossing %q", got)
+	}
+	b.waitFor("the pressure event in the feed", `document.querySelector('#feed li[data-kind="pressure"]')`)
+	if got := b.text(`#feed li[data-kind="pressure"] .line`); !strings.Contains(got, "pressure #1 at 90.0 %") {
+		t.Fatalf("feed shows %q", got)
+	}
+	b.waitFor("the applied summary", `document.querySelector('#summaries .summary[data-status="applied"]')`)
+	if n := b.count(`#summaries .summary[data-status="applied"] .replaced-table tbody tr`); n != 4 {
+		t.Fatalf("the summary lists %d replaced turns, want 4", n)
+	}
+	for _, id := range []string{"t1", "t4"} {
+		got := b.text(fmt.Sprintf(`#summaries .summary .replaced-table tr[data-id=%q] td.text`, id))
+		if got != s.texts[id] {
+			t.Fatalf("replaced turn %s shows %q, want its text", id, got)
+		}
+	}
+	if n := b.count("#entries tbody tr"); n != 2 || b.attr("#entries tbody tr:first-child", "data-type") != "SUMMARY" {
+		t.Fatalf("after the crossing %d entries, the first of type %q; want the summary and t5", n, b.attr("#entries tbody tr:first-child", "data-type"))
+	}
+	if n := b.count(".pressure-table tbody tr"); n != 1 {
+		t.Fatalf("%d pressure events listed", n)
+	}
+	b.do(chromedp.Click(chromedp.CSS(`#summaries .summary[data-status="applied"] details > summary`)))
+	b.waitFor("the replaced turns", `document.querySelector('#summaries .summary details[open] .replaced-table tr[data-id="t1"]').offsetHeight > 0`)
+	b.shot("02-session-pressure-and-summary")
+
+	// 3. Search: a Chinese turn ranks first, its text rendered as published.
+	zh := "我最喜欢的编程语言是 Go"
+	e.turn(t, "acme", "s1", "alice", "t6", "user", zh, s.t0.Add(10*time.Minute))
+	b.waitFor("the gauge at 85.8 %", `document.querySelector("#gauge-ratio")?.textContent === "85.8 %"`)
+	query := "favourite programming language 我最喜欢的编程语言是什么？"
+	b.do(chromedp.SetValue(chromedp.ID("search-q"), query), chromedp.Click(chromedp.ID("search-go")))
+	b.waitFor("the search results", `document.querySelector("#search-results").dataset.state === "done"`)
+	if got := eval[string](b, `document.querySelector("#search-q").value`); got != query {
+		t.Fatalf("the search box holds %q", got)
+	}
+	if n := b.count("#results tr.result"); n < 2 {
+		t.Fatalf("%d ranked entries, want the Chinese turn and the English one", n)
+	}
+	zhRow, enRow := `#results tr[data-id="t6"]`, `#results tr[data-id="t5"]`
+	if got := b.text(zhRow + " .content"); got != zh {
+		t.Fatalf("the Chinese entry shows %q, want %q", got, zh)
+	}
+	if got := b.text(enRow + " .content"); got != s.texts["t5"] {
+		t.Fatalf("the English entry shows %q", got)
+	}
+	scores := eval[[]float64](b, `[...document.querySelectorAll("#results tr.result td.score")].map((td) => parseFloat(td.textContent))`)
+	for i := 1; i < len(scores); i++ {
+		if scores[i] > scores[i-1] {
+			t.Fatalf("scores %v are not best first", scores)
+		}
+	}
+	kw, err := strconv.ParseFloat(b.text(zhRow+" td.keyword"), 64)
+	if err != nil || kw <= 0 {
+		t.Fatalf("keyword score %q", b.text(zhRow+" td.keyword"))
+	}
+	for cell, want := range map[string]string{"weight": "1.000", "vector": "–", "relevance": b.text(zhRow + " td.keyword")} {
+		if got := b.text(zhRow + " td." + cell); got != want {
+			t.Fatalf("%s shows %q, want %q", cell, got, want)
+		}
+	}
+	if got := b.text(zhRow + " td.decay"); got == "" || got == "–" {
+		t.Fatalf("decay shows %q", got)
+	}
+	if got := b.text("#search-context"); !strings.Contains(got, zh) || !strings.Contains(got, "I love writing Go") {
+		t.Fatalf("the built context %q lacks the ranked entries", got)
+	}
+	b.shot("03-search-chinese")
+
+	// 4. A fact's history: Paris, then Berlin.
+	t0 := time.Now().Add(-48 * time.Hour).Truncate(time.Second)
+	e.turn(t, "acme", "paris", "alice", "p1", "user", "I live in Paris.", t0)
+	e.end(t, "acme", "paris", "alice")
+	e.turn(t, "acme", "berlin", "alice", "b1", "user", "I moved to Berlin.", t0.Add(24*time.Hour))
+	e.end(t, "acme", "berlin", "alice")
+	checkFor(t, 20*time.Second, 50*time.Millisecond, func() error {
+		var f inspector.UserFacts
+		e.get(t, "/api/tenants/acme/users/alice/facts", &f)
+		for _, h := range f.Histories {
+			if h.Key == "user.city" && len(h.Versions) == 2 {
+				return nil
+			}
+		}
+		return fmt.Errorf("no city history yet: %+v", f.Histories)
+	})
+	b.do(chromedp.Click(chromedp.ID("session-user")))
+	b.waitFor("the user's facts", `document.querySelector('#main[data-view=user][data-loaded=true] .fact-card[data-key="user.city"]')`)
+	card := `.fact-card[data-key="user.city"]`
+	if got := b.text(card + " .fact-live"); got != "The user moved to Berlin" {
+		t.Fatalf("the live city fact shows %q", got)
+	}
+	if !eval[bool](b, `document.querySelector('`+card+` .history').hidden`) {
+		t.Fatal("the history is open before a click")
+	}
+	b.do(chromedp.Click(chromedp.CSS(card + " .history-toggle")))
+	b.waitFor("the history", `!document.querySelector('`+card+` .history').hidden`)
+	if n := b.count(card + " tr.version"); n != 2 {
+		t.Fatalf("%d versions shown, want 2", n)
+	}
+	live, old := card+` tr.version:nth-child(1)`, card+` tr.version:nth-child(2)`
+	if st, txt := b.attr(live, "data-status"), b.text(live+" td.text"); st != "live" || txt != "The user moved to Berlin" {
+		t.Fatalf("first version %q %q, want Berlin live", st, txt)
+	}
+	if st, txt := b.attr(old, "data-status"), b.text(old+" td.text"); st != "superseded" || txt != "The user lives in Paris" {
+		t.Fatalf("second version %q %q, want Paris superseded", st, txt)
+	}
+	if from, to := b.text(live+" td.valid-from"), b.text(old+" td.valid-to"); from == "" || from != to {
+		t.Fatalf("Berlin valid from %q, Paris valid to %q: want the same time", from, to)
+	}
+	if got := b.text(old + " td.superseded-by"); got != "The user moved to Berlin" {
+		t.Fatalf("Paris superseded by %q", got)
+	}
+	if got := b.text(old + " td.prov .quote"); !strings.Contains(got, "I live in Paris.") || !strings.Contains(got, "paris") {
+		t.Fatalf("Paris provenance shows %q", got)
+	}
+	if got := b.attr(old+" td.prov a", "href"); got != "#/t/acme/s/paris?turn=p1" {
+		t.Fatalf("Paris provenance links to %q", got)
+	}
+	if b.text(live+" td.valid-to") != "—" {
+		t.Fatalf("Berlin shows an end of validity: %q", b.text(live+" td.valid-to"))
+	}
+	b.shot("04-fact-history")
+
+	// The provenance link leads back to the turn in its session.
+	b.do(chromedp.Click(chromedp.CSS(old + " td.prov a")))
+	b.waitFor("the Paris turn highlighted", `document.querySelector('#main[data-view=session][data-loaded=true] #entries tr.highlight[data-id="p1"]')`)
+	if got := b.text(`#entries tr[data-id="p1"] td.text`); got != "I live in Paris." {
+		t.Fatalf("the provenance turn shows %q", got)
+	}
+
+	// 5. The usage report (offline workers make no LLM calls: these counters stand for an LLM's).
+	js, _ := jetstream.New(e.nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	us, err := usage.Open(ctx, js, events.DefaultTopology())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := us.Add(ctx, "acme", "s1", memory.Usage{Calls: 3, InputTokens: 1200, OutputTokens: 150}); err != nil {
+		t.Fatal(err)
+	}
+	b.do(chromedp.Click(chromedp.CSS(`#crumbs a[href="#/"]`)))
+	b.waitFor("the overview", `document.querySelector('#main[data-view=overview][data-loaded=true] #usage')`)
+	if got := b.text(`#usage tr.usage-session[data-session="s1"] td:nth-child(3)`); got != "3" {
+		t.Fatalf("usage of s1 shows %q calls", got)
+	}
+	if got := b.text(`#usage tr.usage-tenant[data-tenant="acme"] td:nth-child(4)`); got != "1,200" {
+		t.Fatalf("acme's input tokens show %q", got)
+	}
+	if got := b.text(`.tenants-table tr[data-tenant="acme"] td:nth-child(2)`); got != "3" {
+		t.Fatalf("acme shows %q sessions, want 3", got)
+	}
+	b.shot("05-overview-usage")
+
+	if errs := b.errors(); len(errs) > 0 {
+		t.Fatalf("the page logged errors: %v", errs)
+	}
+}

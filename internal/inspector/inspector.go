@@ -1,0 +1,291 @@
+// Package inspector is the memory inspector: a web page, served from embedded static assets, and
+// the JSON API under /api/ that it reads, for looking into agentmem while it runs. It shows the
+// tenants and their sessions; a session's short-term entries, pending entries, budget gauge
+// (with the pressure threshold) and summaries with the turns each one replaced; a user's facts
+// with their history and provenance; a live feed of pressure, summary and fact events (Server-Sent
+// Events from a NATS subscription); a search box that sends a retrieve request and shows the
+// ranked entries with their score parts and the built context; and the LLM usage report.
+//
+// The inspector reads what the workers wrote (session headers and chunks, the turns stream, the
+// long-term, usage and event streams) and asks the retriever over NATS like any agent; it writes
+// nothing. It needs a connection that may read every stream and bucket: memoryd's own. When
+// authentication is on, that connection is the worker's or the admin's, so the HTTP endpoint
+// itself must be protected: it is bound to loopback by default, and Config.Token adds a bearer
+// token to every API call.
+package inspector
+
+import (
+	"context"
+	"crypto/subtle"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/agentmem/agentmem/internal/longterm"
+	"github.com/agentmem/agentmem/internal/session"
+	"github.com/agentmem/agentmem/internal/usage"
+	"github.com/agentmem/agentmem/pkg/events"
+	"github.com/agentmem/agentmem/pkg/memory"
+)
+
+//go:embed static
+var static embed.FS
+
+// Config configures the inspector.
+type Config struct {
+	// Topology names the streams and buckets to read (default events.DefaultTopology()).
+	Topology events.Topology
+	// Tenants, when set, is the allow-list of tenants the inspector shows; every other tenant is
+	// not found. Empty shows every tenant.
+	Tenants []string
+	// Token, when set, is required as "Authorization: Bearer <token>" on every API call (the
+	// event stream also takes it as the access_token query parameter, since a browser's
+	// EventSource cannot set headers). The page itself holds no data and is served without it.
+	Token string
+	// PressureRatio is the fraction of a session's budget at which ingest raises pressure, drawn
+	// on the gauge (default memory.DefaultBudget().PressureRatio, 0.8). Pass ingest's own.
+	PressureRatio float64
+	// RequestTimeout bounds the reads and the retrieve request of one API call (default 10s).
+	RequestTimeout time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.Topology.Prefix == "" {
+		c.Topology = events.DefaultTopology()
+	}
+	if c.PressureRatio == 0 {
+		c.PressureRatio = memory.DefaultBudget().PressureRatio
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = 10 * time.Second
+	}
+	return c
+}
+
+// Validate names the first bad field: the topology, a tenant of the allow-list that is not a
+// valid token, or a pressure ratio outside (0, 1].
+func (c Config) Validate() error {
+	if err := c.Topology.Validate(); err != nil {
+		return fmt.Errorf("inspector: %w", err)
+	}
+	for _, t := range c.Tenants {
+		if err := events.ValidateToken("tenant", t); err != nil {
+			return fmt.Errorf("inspector: Tenants: %w", err)
+		}
+	}
+	if !(c.PressureRatio > 0 && c.PressureRatio <= 1) {
+		return fmt.Errorf("inspector: PressureRatio is %v, must be in (0, 1]", c.PressureRatio)
+	}
+	return nil
+}
+
+// Inspector serves the memory inspector. It is safe for concurrent use.
+type Inspector struct {
+	cfg      Config
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	sessions *session.Store
+	longterm *longterm.Store
+	usage    *usage.Store
+	allowed  map[string]bool
+	log      zerolog.Logger
+
+	closeOnce sync.Once
+	closed    chan struct{}
+}
+
+// New binds the inspector to the session, long-term and usage buckets of cfg.Topology, which
+// must exist (events.Topology.Ensure, done by memoryd at start-up). It fails on an invalid
+// Config or a missing bucket.
+func New(cfg Config, nc *nats.Conn, js jetstream.JetStream, log zerolog.Logger) (*Inspector, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if nc == nil || js == nil {
+		return nil, errors.New("inspector: a NATS connection and its JetStream context are required")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.RequestTimeout)
+	defer cancel()
+	ss, err := session.NewStore(ctx, js, cfg.Topology)
+	if err != nil {
+		return nil, fmt.Errorf("inspector: %w", err)
+	}
+	lt, err := longterm.Open(ctx, js, cfg.Topology)
+	if err != nil {
+		return nil, fmt.Errorf("inspector: %w", err)
+	}
+	us, err := usage.Open(ctx, js, cfg.Topology)
+	if err != nil {
+		return nil, fmt.Errorf("inspector: %w", err)
+	}
+	i := &Inspector{
+		cfg: cfg, nc: nc, js: js, sessions: ss, longterm: lt, usage: us,
+		log:    log.With().Str("component", "inspector").Logger(),
+		closed: make(chan struct{}),
+	}
+	if len(cfg.Tenants) > 0 {
+		i.allowed = make(map[string]bool, len(cfg.Tenants))
+		for _, t := range cfg.Tenants {
+			i.allowed[t] = true
+		}
+	}
+	return i, nil
+}
+
+// Close ends every open event stream, so that an HTTP server's Shutdown does not wait for them.
+// The handler keeps answering other requests.
+func (i *Inspector) Close() {
+	i.closeOnce.Do(func() { close(i.closed) })
+}
+
+// Handler serves the page at / (with its assets) and the JSON API under /api/. Mount it under
+// a prefix with http.StripPrefix: the page uses relative URLs.
+//
+//	GET /api/tenants                                  tenants with their session and user counts
+//	GET /api/tenants/{tenant}/sessions                every session header of the tenant
+//	GET /api/tenants/{tenant}/sessions/{session}      entries, pending, budget, summaries, pressure
+//	GET /api/tenants/{tenant}/users/{user}/facts      facts with history, summaries, provenance turns
+//	GET /api/usage                                    LLM usage of every tenant shown
+//	GET /api/tenants/{tenant}/usage                   LLM usage of one tenant
+//	GET /api/tenants/{tenant}/search?q=…&session=…&user=…&limit=…&sources=…&context_tokens=…
+//	GET /api/tenants/{tenant}/events                  Server-Sent Events: pressure, summary, fact
+func (i *Inspector) Handler() http.Handler {
+	api := http.NewServeMux()
+	api.HandleFunc("GET /api/tenants", i.handleTenants)
+	api.HandleFunc("GET /api/tenants/{tenant}/sessions", i.handleSessions)
+	api.HandleFunc("GET /api/tenants/{tenant}/sessions/{session}", i.handleSession)
+	api.HandleFunc("GET /api/tenants/{tenant}/users/{user}/facts", i.handleFacts)
+	api.HandleFunc("GET /api/usage", i.handleUsage)
+	api.HandleFunc("GET /api/tenants/{tenant}/usage", i.handleTenantUsage)
+	api.HandleFunc("GET /api/tenants/{tenant}/search", i.handleSearch)
+	api.HandleFunc("GET /api/tenants/{tenant}/events", i.handleEvents)
+	api.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "", "no such API route: "+r.Method+" "+r.URL.Path)
+	})
+
+	assets, err := fs.Sub(static, "static")
+	if err != nil {
+		panic(err) // the embedded directory is part of the binary
+	}
+	files := http.FileServerFS(assets)
+
+	mux := http.NewServeMux()
+	mux.Handle("/api/", i.authorize(api))
+	mux.Handle("/", files)
+	return securityHeaders(mux)
+}
+
+// securityHeaders keeps the page to its own assets (no CDN, no inline script) and the answers
+// uncached.
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// authorize requires Config.Token, when set, on every API call.
+func (i *Inspector) authorize(next http.Handler) http.Handler {
+	if i.cfg.Token == "" {
+		return next
+	}
+	want := []byte(i.cfg.Token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok && isEventStream(r.URL.Path) {
+			got, ok = r.URL.Query().Get("access_token"), true
+		}
+		if !ok || subtle.ConstantTimeCompare([]byte(got), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="agentmem inspector"`)
+			writeError(w, http.StatusUnauthorized, "", "a bearer token is required")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// isEventStream reports whether path is /api/tenants/{tenant}/events, the one route that takes
+// the token from the query string.
+func isEventStream(path string) bool {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	return len(parts) == 4 && parts[0] == "api" && parts[1] == "tenants" && parts[3] == "events"
+}
+
+// token reads and validates the path token name; it writes a 400 (or a 404 for a tenant outside
+// the allow-list) and reports false when it is bad.
+func (i *Inspector) token(w http.ResponseWriter, r *http.Request, name string) (string, bool) {
+	v := r.PathValue(name)
+	if err := events.ValidateToken(name, v); err != nil {
+		writeError(w, http.StatusBadRequest, name, err.Error())
+		return "", false
+	}
+	if name == "tenant" && !i.shows(v) {
+		writeError(w, http.StatusNotFound, name, fmt.Sprintf("tenant %q is not inspected here", v))
+		return "", false
+	}
+	return v, true
+}
+
+// shows reports whether the allow-list lets the inspector show a tenant.
+func (i *Inspector) shows(tenant string) bool { return i.allowed == nil || i.allowed[tenant] }
+
+// tenants returns the tenants of the allow-list, sorted, or nil when every tenant is shown.
+func (i *Inspector) tenants() []string {
+	if i.allowed == nil {
+		return nil
+	}
+	out := make([]string, 0, len(i.allowed))
+	for t := range i.allowed {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// bound is the context of one API call.
+func (i *Inspector) bound(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), i.cfg.RequestTimeout)
+}
+
+// apiError is the body of every error answer, shaped like the services' error bodies.
+type apiError struct {
+	Error events.ErrorDetail `json:"error"`
+}
+
+func writeError(w http.ResponseWriter, code int, field, msg string) {
+	writeJSON(w, code, apiError{Error: events.ErrorDetail{Code: code, Field: field, Message: msg}})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// fail answers a failed read: 504 when the call ran out of time, 500 otherwise.
+func (i *Inspector) fail(w http.ResponseWriter, r *http.Request, what string, err error) {
+	code := http.StatusInternalServerError
+	if errors.Is(err, context.DeadlineExceeded) {
+		code = http.StatusGatewayTimeout
+	}
+	i.log.Warn().Err(err).Str("path", r.URL.Path).Msg(what)
+	writeError(w, code, "", what+": "+err.Error())
+}

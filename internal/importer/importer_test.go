@@ -316,7 +316,10 @@ func TestReimportAfterTheDuplicateWindowChangesNothing(t *testing.T) {
 	}
 	e.waitTurns(t, map[session.Key]int{acmeS1: 3})
 	before := e.entries(t, acmeS1)
-	brokertest.CheckFor(t, 20*time.Second, 50*time.Millisecond, func() error {
+	// Poll less often than the window lasts: an attempt that lands while only some turns left the
+	// window stores those again (restarting their window), so the next attempt must come after
+	// that window too for all three to be stored at once.
+	brokertest.CheckFor(t, 20*time.Second, 3*topo.DuplicateWindow, func() error {
 		rep, err := e.importer(t, importer.Config{Tenant: "acme"}, false).Import(ctx, strings.NewReader(file))
 		if err != nil {
 			return err

@@ -2,31 +2,50 @@ package ingest_test
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmem/agentmem/internal/broker/brokertest"
 	"github.com/agentmem/agentmem/internal/ingest"
 	"github.com/agentmem/agentmem/internal/metrics"
+	"github.com/agentmem/agentmem/internal/tracing"
+	"github.com/agentmem/agentmem/internal/tracing/tracingtest"
 	"github.com/agentmem/agentmem/pkg/events"
 )
 
-// BenchmarkObservabilityOverhead measures ingest throughput with metrics off and on, in the same
-// run on the same server: rounds alternate between the settings (each on a fresh tenant and its
-// own worker) so drift in the machine's speed hits both alike. It reports each setting's
-// turns/s over all its rounds and the ratio on/off.
+// BenchmarkObservabilityOverhead measures ingest throughput with observability off, with
+// metrics, and with metrics and traces (every span exported over OTLP/HTTP to an in-process
+// collector, sampling 1), in the same run on the same server: rounds alternate between the
+// settings (each on a fresh tenant and its own worker owning every partition statically) so
+// drift in the machine's speed hits all alike. The turns carry a traceparent, as those of a
+// traced agent do. It reports each setting's turns/s over all its rounds and the ratios to off.
 func BenchmarkObservabilityOverhead(b *testing.B) {
 	const rounds = 3
+	col := tracingtest.New(b)
+	tp, err := tracing.New(context.Background(), tracing.Config{Endpoint: col.URL, SampleRatio: 1, Service: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	settings := []struct {
 		name    string
 		metrics func() *metrics.Metrics
+		tracer  trace.TracerProvider
 	}{
-		{"off", func() *metrics.Metrics { return nil }},
-		{"metrics", metrics.New},
+		{"off", func() *metrics.Metrics { return nil }, nil},
+		{"metrics", metrics.New, nil},
+		{"metrics+traces", metrics.New, tp},
+	}
+	all := make([]int, events.DefaultPartitions)
+	for p := range all {
+		all[p] = p
 	}
 	for i := 0; i < b.N; i++ {
 		env := brokertest.Start(b)
@@ -42,9 +61,18 @@ func BenchmarkObservabilityOverhead(b *testing.B) {
 		elapsed := make([]time.Duration, len(settings))
 		for r := range rounds {
 			for s, set := range settings {
-				msgs := buildTurns(b, fmt.Sprintf("obs%d%s%d", i, set.name, r), benchTurns/2, 20)
+				msgs := buildTurns(b, fmt.Sprintf("obs%d%d%d", i, s, r), benchTurns/2, 20)
+				for _, m := range msgs { // a sampled agent's trace context, recorded by nobody here
+					var sc trace.SpanContextConfig
+					_, _ = rand.Read(sc.TraceID[:])
+					_, _ = rand.Read(sc.SpanID[:])
+					sc.TraceFlags = trace.FlagsSampled
+					h := nats.Header{}
+					events.InjectHeader(trace.ContextWithRemoteSpanContext(ctx, trace.NewSpanContext(sc)), h)
+					m.Header.Set("ce-"+events.TraceParentAttribute, h.Get("traceparent"))
+				}
 				wjs, _ := jetstream.New(env.Connect(b))
-				w, err := ingest.New(ctx, ingest.Config{Topology: topo, IdleTimeout: -1, Metrics: set.metrics()}, wjs, zerolog.Nop())
+				w, err := ingest.New(ctx, ingest.Config{Topology: topo, IdleTimeout: -1, Partitions: all, Metrics: set.metrics(), Tracer: set.tracer}, wjs, zerolog.Nop())
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -67,6 +95,7 @@ func BenchmarkObservabilityOverhead(b *testing.B) {
 			b.ReportMetric(turns/elapsed[s].Seconds(), set.name+"_turns/s")
 		}
 		b.ReportMetric(elapsed[0].Seconds()/elapsed[1].Seconds(), "ratio_metrics/off")
+		b.ReportMetric(elapsed[0].Seconds()/elapsed[2].Seconds(), "ratio_metrics+traces/off")
 		env.Stop()
 	}
 }

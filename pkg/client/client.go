@@ -240,11 +240,16 @@ type Event struct {
 	Event   event.Event
 }
 
-// Watch calls fn with every pressure, summary and fact event of the tenant until the returned
-// stop function is called. fn runs on one goroutine, in arrival order.
+// Watch calls fn with every pressure, summary and fact event of the tenant published from now
+// on, until the returned stop function is called. fn runs on one goroutine, in arrival order;
+// an event delivered twice (a worker that retried republishes it) is passed once. The
+// subscriptions are active at the server when Watch returns. After stop returns fn is not called
+// again (a call in progress finishes). Events are not replayed: what was published before Watch
+// is in the streams, not here. Watch buffers 1,024 events; a fn slower than the events for
+// longer than that loses some (the connection's error handler reports a slow consumer).
 func (c *Client) Watch(fn func(Event)) (stop func() error, err error) {
 	var subs []*nats.Subscription
-	stop = func() error {
+	unsubscribe := func() error {
 		var errs []error
 		for _, s := range subs {
 			errs = append(errs, s.Unsubscribe())
@@ -255,32 +260,65 @@ func (c *Client) Watch(fn func(Event)) (stop func() error, err error) {
 	for _, root := range []string{"memory.pressure.", "memory.summaries.", "memory.facts."} {
 		s, err := c.nc.ChanSubscribe(root+c.opts.Tenant+".>", ch)
 		if err != nil {
-			_ = stop()
+			_ = unsubscribe()
 			return nil, fmt.Errorf("subscribing to %s: %w", root, err)
 		}
 		subs = append(subs, s)
 	}
+	if err := c.nc.Flush(); err != nil {
+		_ = unsubscribe()
+		return nil, fmt.Errorf("registering the subscriptions: %w", err)
+	}
 	done := make(chan struct{})
 	go func() {
+		seen := newRecent(1024)
 		for {
 			select {
-			case m := <-ch:
-				if ev, err := events.Decode(m); err == nil {
-					fn(Event{Subject: m.Subject, Event: ev})
-				}
 			case <-done:
 				return
+			case m := <-ch:
+				select {
+				case <-done:
+					return
+				default:
+				}
+				ev, err := events.Decode(m)
+				if err != nil || !seen.add(m.Subject+" "+ev.ID()) {
+					continue
+				}
+				fn(Event{Subject: m.Subject, Event: ev})
 			}
 		}
 	}()
-	inner := stop
 	var once sync.Once
-	stop = func() error {
-		err := inner()
+	return func() error {
+		err := unsubscribe()
 		once.Do(func() { close(done) })
 		return err
+	}, nil
+}
+
+// recent remembers the last n keys it was given.
+type recent struct {
+	keys map[string]struct{}
+	ring []string
+	next int
+}
+
+func newRecent(n int) *recent { return &recent{keys: make(map[string]struct{}, n), ring: make([]string, n)} }
+
+// add reports whether key is new, remembering it.
+func (r *recent) add(key string) bool {
+	if _, ok := r.keys[key]; ok {
+		return false
 	}
-	return stop, nil
+	if old := r.ring[r.next]; old != "" {
+		delete(r.keys, old)
+	}
+	r.ring[r.next] = key
+	r.keys[key] = struct{}{}
+	r.next = (r.next + 1) % len(r.ring)
+	return true
 }
 
 func (c *Client) bound(ctx context.Context) (context.Context, context.CancelFunc) {

@@ -111,3 +111,65 @@ func TestWatchSeesPressureEvents(t *testing.T) {
 		t.Fatal("no pressure event within 10s")
 	}
 }
+
+// TestWatchPassesAnEventOnce: a fact event published twice (an extractor that retried) reaches
+// fn once; another tenant's events never do; after stop nothing more arrives.
+func TestWatchPassesAnEventOnce(t *testing.T) {
+	nc := startDaemon(t, daemon.Config{Ingest: ingest.Config{IdleTimeout: -1}})
+	cl, err := client.New(nc, client.Options{Tenant: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan client.Event, 16)
+	stop, err := cl.Watch(func(e client.Event) { got <- e })
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Watch returned with its subscriptions registered: publishes from another connection made
+	// right away are seen.
+	other, err := nats.Connect(nc.ConnectedUrl())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	publish := func(subject, id string) {
+		t.Helper()
+		ev, err := events.NewEvent(id, events.TypeFact, "test", time.Now(), events.FactEvent{Op: events.FactAdded})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := events.BinaryMsg(subject, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := other.PublishMsg(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish("memory.facts.acme.alice", "f1")
+	publish("memory.facts.acme.alice", "f1")
+	publish("memory.facts.beta.bob", "f9")
+	publish("memory.facts.acme.alice", "f2")
+	for _, want := range []string{"f1", "f2"} {
+		select {
+		case e := <-got:
+			if e.Event.ID() != want {
+				t.Fatalf("got %s, want %s", e.Event.ID(), want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no event %s within 10s", want)
+		}
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	publish("memory.facts.acme.alice", "f3")
+	if err := other.Flush(); err != nil { // f3 reached the server, and would have reached Watch
+		t.Fatal(err)
+	}
+	select {
+	case e := <-got:
+		t.Fatalf("after stop or a duplicate: %s", e.Event.ID())
+	default:
+	}
+}

@@ -305,7 +305,9 @@ type recent struct {
 	next int
 }
 
-func newRecent(n int) *recent { return &recent{keys: make(map[string]struct{}, n), ring: make([]string, n)} }
+func newRecent(n int) *recent {
+	return &recent{keys: make(map[string]struct{}, n), ring: make([]string, n)}
+}
 
 // add reports whether key is new, remembering it.
 func (r *recent) add(key string) bool {

@@ -218,3 +218,40 @@ func (h *harness) deadLetters() []events.DeadLetter {
 	}
 	return out
 }
+
+// TestStaticWorkerUnpinsOnStop: a worker with static partitions that stops unpins its
+// consumers, so the next process (a restart) is served at once instead of after the pin's TTL.
+func TestStaticWorkerUnpinsOnStop(t *testing.T) {
+	h := newHarness(t, ingest.Config{Partitions: []int{0, 1, 2, 3}, IdleTimeout: -1})
+	ack := h.publish("acme", "s1", turn{id: "t1", role: "user", content: "hello", user: "u1"})
+	h.waitDecided("acme", "s1", ack.Sequence)
+	pinned := func() []string {
+		var out []string
+		ctx := context.Background()
+		for p := range h.topo.Partitions {
+			for stream, consumer := range map[string]string{h.topo.TurnsStream(): h.topo.IngestConsumer(p), h.topo.SummaryStream(): h.topo.IngestSummaryConsumer(p)} {
+				c, err := h.env.JS.Consumer(ctx, stream, consumer)
+				if err != nil {
+					t.Fatal(err)
+				}
+				info, err := c.Info(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, g := range info.PriorityGroups {
+					if g.PinnedClientID != "" {
+						out = append(out, consumer)
+					}
+				}
+			}
+		}
+		return out
+	}
+	if len(pinned()) == 0 {
+		t.Fatal("no consumer is pinned while the worker runs: the check cannot tell anything")
+	}
+	h.stop()
+	if p := pinned(); len(p) != 0 {
+		t.Fatalf("still pinned after the worker stopped: %v", p)
+	}
+}

@@ -182,16 +182,22 @@ func (m *membership) release(p int) {
 	if err := <-r.done; err != nil {
 		m.w.log.Warn().Err(err).Int("partition", p).Msg("partition stopped with an error")
 	}
+	m.w.unpin(p)
+}
+
+// unpin unpins partition p's consumers, so that whoever consumes it next is served at once
+// instead of after the pin's TTL.
+func (w *Worker) unpin(p int) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	topo := m.w.cfg.Topology
+	topo := w.cfg.Topology
 	for stream, consumer := range map[string]string{topo.TurnsStream(): topo.IngestConsumer(p), topo.SummaryStream(): topo.IngestSummaryConsumer(p)} {
-		s, err := m.w.js.Stream(ctx, stream)
+		s, err := w.js.Stream(ctx, stream)
 		if err != nil {
 			continue
 		}
 		if err := s.UnpinConsumer(ctx, consumer, events.IngestPriorityGroup); err != nil && !isNotPinned(err) {
-			m.w.log.Debug().Err(err).Str("consumer", consumer).Msg("unpinning")
+			w.log.Debug().Err(err).Str("consumer", consumer).Msg("unpinning")
 		}
 	}
 }

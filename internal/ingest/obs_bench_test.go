@@ -27,7 +27,7 @@ import (
 // drift in the machine's speed hits all alike. The turns carry a traceparent, as those of a
 // traced agent do. It reports each setting's turns/s over all its rounds and the ratios to off.
 func BenchmarkObservabilityOverhead(b *testing.B) {
-	const rounds = 3
+	const rounds = 6
 	col := tracingtest.New(b)
 	tp, err := tracing.New(context.Background(), tracing.Config{Endpoint: col.URL, SampleRatio: 1, Service: "bench"})
 	if err != nil {

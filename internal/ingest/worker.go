@@ -131,7 +131,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	if w.cfg.static {
 		for _, p := range w.cfg.Partitions {
-			g.Go(func() error { return w.runPartition(gctx, p) })
+			g.Go(func() error {
+				err := w.runPartition(gctx, p)
+				w.unpin(p) // a successor (a restart) is served at once
+				return err
+			})
 		}
 	} else {
 		m, err := w.newMembership(ctx)

@@ -2,6 +2,7 @@
 GO        ?= go
 DATA      ?= ./data
 LISTEN    ?= 127.0.0.1:4222
+HTTP      ?=
 BENCHTIME ?= 1s
 
 .PHONY: build run test lint bench eval clean
@@ -9,8 +10,8 @@ BENCHTIME ?= 1s
 build: ## compile every command into ./bin
 	$(GO) build -o bin/ ./cmd/...
 
-run: build ## run memoryd: embedded NATS + every worker, data in $(DATA)
-	./bin/memoryd --listen $(LISTEN) --data $(DATA)
+run: build ## run memoryd: embedded NATS + every worker, data in $(DATA); HTTP=127.0.0.1:8080 adds the HTTP API and inspector
+	./bin/memoryd --listen $(LISTEN) --data $(DATA) $(if $(HTTP),--http $(HTTP))
 
 test: ## every test, with the race detector
 	$(GO) test -race -count=1 -timeout 20m ./...

@@ -238,3 +238,32 @@ func TestFactsAndForget(t *testing.T) {
 		}
 	})
 }
+
+// TestRetrieveCarriesTraceContext: the caller's W3C traceparent goes on with the NATS request,
+// so the retriever's span joins the caller's trace.
+func TestRetrieveCarriesTraceContext(t *testing.T) {
+	e := start(t, gateway.Config{})
+	seen := make(chan *nats.Msg, 1)
+	sub, err := e.nc.ChanSubscribe("memory.retrieve.acme", seen) // next to the retriever's queue group
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := e.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	r := e.do(t, request{method: "POST", path: "/v1/tenants/acme/retrieve",
+		header: map[string]string{"content-type": "application/json", "traceparent": tp}, body: `{"query":"anything"}`})
+	if r.status != http.StatusOK {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	select {
+	case m := <-seen:
+		if got := m.Header.Get("traceparent"); got != tp {
+			t.Fatalf("the NATS request carries traceparent %q, want %q", got, tp)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request was not seen on memory.retrieve.acme")
+	}
+}

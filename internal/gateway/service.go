@@ -69,7 +69,15 @@ func (g *Gateway) deleteUser(w http.ResponseWriter, r *http.Request, tenant stri
 func (g *Gateway) request(w http.ResponseWriter, r *http.Request, subject string, body []byte, extra time.Duration, service string) {
 	ctx, cancel := context.WithTimeout(r.Context(), g.deadline(extra))
 	defer cancel()
-	msg, err := g.nc.RequestWithContext(ctx, subject, body)
+	req := nats.NewMsg(subject)
+	req.Data = body
+	// The caller's W3C trace context goes on with the request (the retriever's span is its child).
+	for _, h := range []string{"traceparent", "tracestate"} {
+		if v := r.Header.Get(h); v != "" {
+			req.Header.Set(h, v)
+		}
+	}
+	msg, err := g.nc.RequestMsgWithContext(ctx, req)
 	if err != nil {
 		writeProblem(w, r, g.requestProblem(err, subject, service, extra))
 		return

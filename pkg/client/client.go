@@ -221,7 +221,9 @@ func (c *Client) Retrieve(ctx context.Context, req events.RetrieveRequest) (_ ev
 }
 
 // Context returns the text to put into a prompt for query: the top memory entries that fit
-// in tokens (the retriever's default of 2,000 when tokens is 0).
+// in tokens (the retriever's default of 2,000 when tokens is 0). It does not wait for turns
+// just published: for read-your-writes call Retrieve with After and WaitMS, whose reply
+// carries the same text in Context.
 func (c *Client) Context(ctx context.Context, query, session, user string, tokens int) (string, error) {
 	req := events.RetrieveRequest{Query: query, Session: session, User: user}
 	if tokens > 0 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentmem/agentmem/cmd/internal/settings"
 	"github.com/agentmem/agentmem/internal/gateway"
+	"github.com/agentmem/agentmem/internal/metrics"
 )
 
 func main() {
@@ -36,6 +37,7 @@ func run(ctx context.Context, args []string) error {
 	idle := fs.Duration("idle-timeout", gateway.DefaultIdleTimeout, "idle keep-alive connections are closed after this long")
 	conn := settings.BindConn(fs)
 	healthAddr := settings.BindHealth(fs)
+	metricsAddr := settings.BindMetrics(fs)
 	topo := settings.BindTopology(fs)
 	logf := settings.BindLog(fs)
 	if err := settings.Parse(fs, args); err != nil {
@@ -46,7 +48,8 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	settings.Dump(log, fs)
-	cfg := gateway.Config{MaxBodyBytes: *maxBody, Timeout: *timeout, ReadHeaderTimeout: *readHeader, ReadTimeout: *read, IdleTimeout: *idle}
+	m := metrics.New()
+	cfg := gateway.Config{Metrics: m, MaxBodyBytes: *maxBody, Timeout: *timeout, ReadHeaderTimeout: *readHeader, ReadTimeout: *read, IdleTimeout: *idle}
 	if *tokensFile != "" {
 		if cfg.Tokens, err = gateway.LoadTokens(*tokensFile); err != nil {
 			return fmt.Errorf("--tokens: %w", err)
@@ -67,7 +70,8 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	settings.ServeHealth(ctx, *healthAddr, nc, nil, log)
+	settings.ServeHealth(ctx, *healthAddr, nc, m, log)
+	settings.ServeMetrics(ctx, *metricsAddr, m, log)
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("--http: %w", err)

@@ -40,7 +40,7 @@ func serveHTTP(ctx context.Context, cfg httpConfig, dm *daemon.Daemon, m *metric
 	if err != nil {
 		return err
 	}
-	gw, err := gateway.New(gateway.Config{Tokens: cfg.Tokens}, dm.Conn(), js, cfg.Topology, log)
+	gw, err := gateway.New(gateway.Config{Tokens: cfg.Tokens, Metrics: m}, dm.Conn(), js, cfg.Topology, log)
 	if err != nil {
 		return err
 	}

@@ -96,7 +96,7 @@ func TestHTTPServesAPIInspectorAndMetrics(t *testing.T) {
 		{"/inspector/", "", 200, "<html"},
 		{"/inspector/api/tenants", "insp", 200, "acme"},
 		{"/inspector/api/tenants", "", 401, ""},
-		{"/metrics", "", 200, "agentmem_turns_applied_total"},
+		{"/metrics", "", 200, `agentmem_http_requests_total{code="202",method="POST",route="/v1/tenants/{tenant}/events"} 1`},
 		{"/healthz", "", 200, "ok"},
 	} {
 		code, body := do("GET", c.path, c.token, "", "")

@@ -31,6 +31,7 @@ import (
 	stdlog "log"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,6 +40,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentmem/agentmem/internal/longterm"
+	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/pkg/events"
 )
@@ -71,6 +73,8 @@ type Config struct {
 	// MCPServers bounds the MCP servers kept, one per tenant, user and session in use (1024);
 	// beyond it the least recently used is dropped with its MCP sessions.
 	MCPServers int
+	// Metrics records every request (route, method, status, duration); nil records nothing.
+	Metrics *metrics.Metrics
 
 	// ReadHeaderTimeout bounds reading a request's headers (5s) and ReadTimeout reading the whole
 	// request, body included (30s): a client that sends slowly or never finishes is cut off.
@@ -215,15 +219,27 @@ func (g *Gateway) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
+		_, pattern := g.mux.Handler(r)
 		defer func() {
+			took := time.Since(start)
 			ev := g.log.Debug()
 			if sw.status >= 500 {
 				ev = g.log.Warn()
 			}
-			ev.Str("method", r.Method).Str("path", r.URL.Path).Int("status", sw.status).
-				Dur("took", time.Since(start)).Msg("http request")
+			ev.Str("method", r.Method).Str("path", r.URL.Path).Int("status", sw.status).Dur("took", took).Msg("http request")
+			route := pattern
+			if route == "" {
+				route = "unrouted"
+			} else if _, p, ok := strings.Cut(route, " "); ok {
+				route = p // "POST /v1/…" → "/v1/…"; the method is a label of its own
+			}
+			status := sw.status
+			if status == 0 {
+				status = http.StatusOK
+			}
+			g.cfg.Metrics.HTTP(route, r.Method, status, took)
 		}()
-		if _, pattern := g.mux.Handler(r); pattern == "" {
+		if pattern == "" {
 			notRouted(sw, r, g.mux)
 			return
 		}

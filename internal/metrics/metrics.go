@@ -17,6 +17,7 @@ package metrics
 import (
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -59,6 +60,9 @@ type Metrics struct {
 
 	retrieveRequests *prometheus.CounterVec
 	retrieveTime     *prometheus.HistogramVec
+
+	httpRequests *prometheus.CounterVec
+	httpTime     *prometheus.HistogramVec
 
 	mu       sync.Mutex
 	sessions []func() Sessions
@@ -113,6 +117,9 @@ func New() *Metrics {
 
 	m.retrieveRequests = f.counterVec("retrieve_requests_total", "Retrieval requests, by outcome (ok, bad_request, not_found, rate_limited, timeout, error).", "outcome")
 	m.retrieveTime = f.histogramVec("retrieve_seconds", "Retrieval time by source: embed (the query's embedding), short (a session's short-term memory), user (a user's long-term memory and archive) and total (the whole request).", "source")
+
+	m.httpRequests = f.counterVec("http_requests_total", "Requests of the HTTP API, by route (its pattern, or \"unrouted\"), method and status code.", "route", "method", "code")
+	m.httpTime = f.histogramVec("http_request_seconds", "Time to answer a request of the HTTP API, by route (an MCP event stream counts until it closes).", "route")
 
 	reg.MustRegister(
 		GaugeFunc("sessions_open", "Sessions with turns and no end on the partitions this process' ingest workers own.",
@@ -330,6 +337,16 @@ func (m *Metrics) Retrieve(outcome string, total time.Duration) {
 	if outcome == "ok" {
 		m.retrieveTime.WithLabelValues("total").Observe(total.Seconds())
 	}
+}
+
+// HTTP records one request of the HTTP API: route is the matched pattern ("unrouted" when
+// none matched), code the status answered.
+func (m *Metrics) HTTP(route, method string, code int, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.httpRequests.WithLabelValues(route, method, strconv.Itoa(code)).Inc()
+	m.httpTime.WithLabelValues(route).Observe(d.Seconds())
 }
 
 // RetrieveSource records the time one request spent on a source: "embed" (the query's

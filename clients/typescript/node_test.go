@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentmem/agentmem/internal/broker"
+	"github.com/agentmem/agentmem/internal/broker/brokertest"
 	"github.com/agentmem/agentmem/internal/daemon"
 	"github.com/agentmem/agentmem/internal/ingest"
 	"github.com/agentmem/agentmem/pkg/client"
@@ -118,7 +120,12 @@ func TestTypeScriptAgent(t *testing.T) {
 
 	// What the agent published is what a Go agent sees: 3 turns and the session end applied,
 	// nothing rejected, the retried publish stored once, the Chinese text and ce-time intact.
-	checkFor(t, 10*time.Second, func() bool { return d.Ingest().Stats().Applied >= 4 })
+	brokertest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if n := d.Ingest().Stats().Applied; n < 4 {
+			return fmt.Errorf("%d of 4 turns applied", n)
+		}
+		return nil
+	})
 	if st := d.Ingest().Stats(); st.Applied != 4 || st.Rejected != 0 || st.Duplicates != 0 {
 		t.Fatalf("ingest stats %+v, want 4 applied (3 turns, 1 session end), none rejected or duplicate", st)
 	}
@@ -210,16 +217,4 @@ func run(t *testing.T, dir string, timeout time.Duration, env []string, name str
 func lastLine(b []byte) []byte {
 	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
 	return lines[len(lines)-1]
-}
-
-// checkFor polls fn every 20ms until it holds or timeout passes.
-func checkFor(t *testing.T, timeout time.Duration, fn func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !fn() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s", timeout)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

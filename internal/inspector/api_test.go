@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/agentmem/agentmem/internal/broker/brokertest"
 	"github.com/agentmem/agentmem/internal/inspector"
 	"github.com/agentmem/agentmem/internal/usage"
 	"github.com/agentmem/agentmem/pkg/events"
@@ -103,7 +104,7 @@ func TestSessionDetailFollowsPressureAndSummary(t *testing.T) {
 		t.Fatalf("kept entries after the crossing: %+v, want the summary then t5", d.Entries)
 	}
 	// The compressor (extractive, offline) answers soon; the summary then lists the turns it replaced.
-	checkFor(t, 20*time.Second, 50*time.Millisecond, func() error {
+	brokertest.CheckFor(t, 20*time.Second, 50*time.Millisecond, func() error {
 		e.get(t, "/api/tenants/acme/sessions/s1", &d)
 		if len(d.Summaries) != 1 || d.Summaries[0].Status != "applied" {
 			return fmt.Errorf("summaries %+v, want one applied", d.Summaries)
@@ -223,7 +224,7 @@ func TestFactsShowTheirHistory(t *testing.T) {
 	e.end(t, "acme", "berlin", "alice")
 
 	var f inspector.UserFacts
-	checkFor(t, 20*time.Second, 50*time.Millisecond, func() error {
+	brokertest.CheckFor(t, 20*time.Second, 50*time.Millisecond, func() error {
 		if code := e.get(t, "/api/tenants/acme/users/alice/facts", &f); code != http.StatusOK {
 			return fmt.Errorf("GET facts: %d", code)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/agentmem/agentmem/internal/broker/brokertest"
 	"github.com/agentmem/agentmem/internal/inspector"
 	"github.com/agentmem/agentmem/internal/usage"
 	"github.com/agentmem/agentmem/pkg/events"
@@ -152,7 +153,8 @@ func (b *browser) waitFor(what, cond string) {
 			b.shot("failed-" + strings.ReplaceAll(what, " ", "-"))
 			b.t.Fatalf("the page never showed %s (%s); main: %q; console: %v", what, cond, b.text("#main"), b.errors())
 		}
-		time.Sleep(100 * time.Millisecond)
+		poll := time.NewTimer(100 * time.Millisecond)
+		<-poll.C
 	}
 }
 
@@ -302,7 +304,7 @@ func TestInspectorInBrowser(t *testing.T) {
 	e.end(t, "acme", "paris", "alice")
 	e.turn(t, "acme", "berlin", "alice", "b1", "user", "I moved to Berlin.", t0.Add(24*time.Hour))
 	e.end(t, "acme", "berlin", "alice")
-	checkFor(t, 20*time.Second, 50*time.Millisecond, func() error {
+	brokertest.CheckFor(t, 20*time.Second, 50*time.Millisecond, func() error {
 		var f inspector.UserFacts
 		e.get(t, "/api/tenants/acme/users/alice/facts", &f)
 		for _, h := range f.Histories {

@@ -135,22 +135,6 @@ func (e *env) get(t testing.TB, path string, v any, header ...string) int {
 	return res.StatusCode
 }
 
-// checkFor polls fn until it returns nil or the timeout passes.
-func checkFor(t testing.TB, timeout, interval time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %v", timeout, err)
-		}
-		time.Sleep(interval)
-	}
-}
-
 // filler returns ASCII text starting with prefix whose token estimate is exactly tokens.
 func filler(t testing.TB, prefix string, tokens int) string {
 	t.Helper()

@@ -9,13 +9,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmem/agentmem/cmd/internal/settings"
 	"github.com/agentmem/agentmem/internal/compress"
 	"github.com/agentmem/agentmem/internal/llm"
+	"github.com/agentmem/agentmem/pkg/events"
 )
 
 func main() {
@@ -30,43 +28,21 @@ func main() {
 func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("compressor", flag.ContinueOnError)
 	concurrency := fs.Int("concurrency", 4, "compressions running at once")
-	conn := settings.BindConn(fs)
-	healthAddr := settings.BindHealth(fs)
-	metricsAddr := settings.BindMetrics(fs)
-	tracer := settings.BindTracing(fs)
+	proc := settings.BindProcess(fs, "compressor")
 	llmCfg := settings.BindLLM(fs)
-	topo := settings.BindTopology(fs)
-	logf := settings.BindLog(fs)
 	if err := settings.Parse(fs, args); err != nil {
 		return err
 	}
-	log, err := logf.Logger(os.Stderr, "compressor")
+	log, err := proc.Logger(fs)
 	if err != nil {
 		return err
 	}
-	settings.Dump(log, fs)
-	tp, err := tracer.Provider(ctx, "agentmem-compressor", log)
+	rt, err := proc.Start(ctx, log, func(t events.Topology, _, consumer string) bool { return consumer == t.CompressorConsumer() })
 	if err != nil {
 		return err
 	}
-	defer settings.ShutdownTracing(tp, log)
-	nc, err := conn.ConnectWorker("agentmem-compressor")
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
-	t := topo.Events()
-	setup, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := t.Ensure(setup, js); err != nil {
-		return fmt.Errorf("creating streams and buckets: %w", err)
-	}
-	m := settings.WorkerMetrics(js, t, func(_, consumer string) bool { return consumer == t.CompressorConsumer() })
-	llmCfg.Metrics = m
+	defer rt.Close()
+	llmCfg.Metrics = rt.Metrics
 	var chat compress.Chat
 	model := ""
 	if llmCfg.Enabled() {
@@ -76,15 +52,9 @@ func run(ctx context.Context, args []string) error {
 		}
 		chat, model = c, c.Model()
 	}
-	w, err := compress.New(setup, compress.Config{Topology: t, Concurrency: *concurrency, Metrics: m, Tracer: tp}, js, chat, model, log)
+	w, err := compress.New(rt.Setup, compress.Config{Topology: rt.Topology, Concurrency: *concurrency, Metrics: rt.Metrics, Tracer: rt.Tracer}, rt.JS, chat, model, log)
 	if err != nil {
 		return err
 	}
-	// Ready (for /readyz) once the worker exists and its consumers are created.
-	settings.ServeHealth(ctx, *healthAddr, nc, m, log)
-	settings.ServeMetrics(ctx, *metricsAddr, m, log)
-	if err := w.Run(ctx); err != nil {
-		return err
-	}
-	return nc.Drain()
+	return rt.Serve(ctx, w.Run)
 }

@@ -9,13 +9,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmem/agentmem/cmd/internal/settings"
 	"github.com/agentmem/agentmem/internal/extract"
 	"github.com/agentmem/agentmem/internal/llm"
+	"github.com/agentmem/agentmem/pkg/events"
 )
 
 func main() {
@@ -32,45 +30,23 @@ func run(ctx context.Context, args []string) error {
 	concurrency := fs.Int("concurrency", 16, "extractions running at once per trigger kind")
 	minConfidence := fs.Float64("min-confidence", 0.5, "drop facts the extractor is less sure of")
 	tokenizer := fs.String("tokenizer", "estimate", "token counter: estimate or o200k")
-	conn := settings.BindConn(fs)
-	healthAddr := settings.BindHealth(fs)
-	metricsAddr := settings.BindMetrics(fs)
-	tracer := settings.BindTracing(fs)
+	proc := settings.BindProcess(fs, "extractor")
 	llmCfg := settings.BindLLM(fs)
-	topo := settings.BindTopology(fs)
-	logf := settings.BindLog(fs)
 	if err := settings.Parse(fs, args); err != nil {
 		return err
 	}
-	log, err := logf.Logger(os.Stderr, "extractor")
+	log, err := proc.Logger(fs)
 	if err != nil {
 		return err
 	}
-	settings.Dump(log, fs)
-	tp, err := tracer.Provider(ctx, "agentmem-extractor", log)
-	if err != nil {
-		return err
-	}
-	defer settings.ShutdownTracing(tp, log)
-	nc, err := conn.ConnectWorker("agentmem-extractor")
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
-	t := topo.Events()
-	setup, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := t.Ensure(setup, js); err != nil {
-		return fmt.Errorf("creating streams and buckets: %w", err)
-	}
-	m := settings.WorkerMetrics(js, t, func(_, consumer string) bool {
+	rt, err := proc.Start(ctx, log, func(t events.Topology, _, consumer string) bool {
 		return consumer == t.ExtractorEndConsumer() || consumer == t.ExtractorSummaryConsumer()
 	})
-	llmCfg.Metrics = m
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	llmCfg.Metrics = rt.Metrics
 	var chat extract.Chat
 	model := ""
 	if llmCfg.Enabled() {
@@ -80,15 +56,11 @@ func run(ctx context.Context, args []string) error {
 		}
 		chat, model = c, c.Model()
 	}
-	w, err := extract.New(setup, extract.Config{Topology: t, Concurrency: *concurrency, MinConfidence: *minConfidence, Tokenizer: *tokenizer, Metrics: m, Tracer: tp}, js, chat, model, log)
+	cfg := extract.Config{Topology: rt.Topology, Concurrency: *concurrency, MinConfidence: *minConfidence, Tokenizer: *tokenizer,
+		Metrics: rt.Metrics, Tracer: rt.Tracer}
+	w, err := extract.New(rt.Setup, cfg, rt.JS, chat, model, log)
 	if err != nil {
 		return err
 	}
-	// Ready (for /readyz) once the worker exists and its consumers are created.
-	settings.ServeHealth(ctx, *healthAddr, nc, m, log)
-	settings.ServeMetrics(ctx, *metricsAddr, m, log)
-	if err := w.Run(ctx); err != nil {
-		return err
-	}
-	return nc.Drain()
+	return rt.Serve(ctx, w.Run)
 }

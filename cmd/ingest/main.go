@@ -12,10 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/agentmem/agentmem/cmd/internal/settings"
 	"github.com/agentmem/agentmem/internal/ingest"
+	"github.com/agentmem/agentmem/pkg/events"
 )
 
 func main() {
@@ -36,27 +35,16 @@ func run(ctx context.Context, args []string) error {
 	parts := fs.String("owned-partitions", "", "comma-separated partitions this process consumes, statically (default: share the partitions with the other ingest members)")
 	member := fs.String("member", "", "this process's name among the ingest members (default: host-pid-random)")
 	memberTTL := fs.Duration("member-ttl", 6*time.Second, "how long a member that stopped its heartbeats keeps its partitions")
-	conn := settings.BindConn(fs)
-	healthAddr := settings.BindHealth(fs)
-	metricsAddr := settings.BindMetrics(fs)
-	tracer := settings.BindTracing(fs)
+	proc := settings.BindProcess(fs, "ingest")
 	budget := settings.BindBudget(fs)
-	topo := settings.BindTopology(fs)
 	limitsFile := settings.BindLimits(fs)
-	logf := settings.BindLog(fs)
 	if err := settings.Parse(fs, args); err != nil {
 		return err
 	}
-	log, err := logf.Logger(os.Stderr, "ingest")
+	log, err := proc.Logger(fs)
 	if err != nil {
 		return err
 	}
-	settings.Dump(log, fs)
-	tp, err := tracer.Provider(ctx, "agentmem-ingest", log)
-	if err != nil {
-		return err
-	}
-	defer settings.ShutdownTracing(tp, log)
 	lim, err := settings.Limiter(*limitsFile)
 	if err != nil {
 		return err
@@ -65,37 +53,22 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	nc, err := conn.ConnectWorker("agentmem-ingest")
+	rt, err := proc.Start(ctx, log, func(t events.Topology, _, consumer string) bool {
+		return strings.HasPrefix(consumer, t.Prefix+"_ingest_")
+	})
 	if err != nil {
 		return err
 	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
-	t := topo.Events()
-	setup, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := t.Ensure(setup, js); err != nil {
-		return fmt.Errorf("creating streams and buckets: %w", err)
-	}
-	m := settings.WorkerMetrics(js, t, func(_, consumer string) bool { return strings.HasPrefix(consumer, t.Prefix+"_ingest_") })
-	w, err := ingest.New(setup, ingest.Config{
-		Topology: t, Budget: budget.Memory(), Tokenizer: budget.Tokenizer, SummaryTokens: *summaryTokens,
+	defer rt.Close()
+	w, err := ingest.New(rt.Setup, ingest.Config{
+		Topology: rt.Topology, Budget: budget.Memory(), Tokenizer: budget.Tokenizer, SummaryTokens: *summaryTokens,
 		MaxContentBytes: *maxContent, IdleTimeout: *idle, RepressureAfter: *repressure, Partitions: owned,
-		Member: *member, MemberTTL: *memberTTL, Limits: lim, Metrics: m, Tracer: tp,
-	}, js, log)
+		Member: *member, MemberTTL: *memberTTL, Limits: lim, Metrics: rt.Metrics, Tracer: rt.Tracer,
+	}, rt.JS, log)
 	if err != nil {
 		return err
 	}
-	// Ready (for /readyz) once the worker exists and its consumers are created.
-	settings.ServeHealth(ctx, *healthAddr, nc, m, log)
-	settings.ServeMetrics(ctx, *metricsAddr, m, log)
-	if err := w.Run(ctx); err != nil {
-		return err
-	}
-	return nc.Drain()
+	return rt.Serve(ctx, w.Run)
 }
 
 func parsePartitions(s string) ([]int, error) {

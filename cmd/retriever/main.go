@@ -8,12 +8,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmem/agentmem/cmd/internal/settings"
 	"github.com/agentmem/agentmem/internal/retrieve"
+	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
 )
 
@@ -29,28 +27,17 @@ func main() {
 func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("retriever", flag.ContinueOnError)
 	decay := fs.String("decay", "linear:24h:0.5", "time decay of retrieval scores: linear:WINDOW:FLOOR, halflife:HALFLIFE:FLOOR or none")
-	conn := settings.BindConn(fs)
-	healthAddr := settings.BindHealth(fs)
-	metricsAddr := settings.BindMetrics(fs)
-	tracer := settings.BindTracing(fs)
+	proc := settings.BindProcess(fs, "retriever")
 	budget := settings.BindBudget(fs)
-	topo := settings.BindTopology(fs)
 	embedCfg := settings.BindEmbed(fs)
 	limitsFile := settings.BindLimits(fs)
-	logf := settings.BindLog(fs)
 	if err := settings.Parse(fs, args); err != nil {
 		return err
 	}
-	log, err := logf.Logger(os.Stderr, "retriever")
+	log, err := proc.Logger(fs)
 	if err != nil {
 		return err
 	}
-	settings.Dump(log, fs)
-	tp, err := tracer.Provider(ctx, "agentmem-retriever", log)
-	if err != nil {
-		return err
-	}
-	defer settings.ShutdownTracing(tp, log)
 	lim, err := settings.Limiter(*limitsFile)
 	if err != nil {
 		return err
@@ -59,23 +46,12 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--decay: %w", err)
 	}
-	nc, err := conn.ConnectWorker("agentmem-retriever")
+	rt, err := proc.Start(ctx, log, func(events.Topology, string, string) bool { return false })
 	if err != nil {
 		return err
 	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
-	t := topo.Events()
-	setup, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := t.Ensure(setup, js); err != nil {
-		return fmt.Errorf("creating streams and buckets: %w", err)
-	}
-	m := settings.WorkerMetrics(js, t, func(string, string) bool { return false })
-	embedCfg.Metrics = m
+	defer rt.Close()
+	embedCfg.Metrics = rt.Metrics
 	emb, err := settings.Embedder(embedCfg, log)
 	if err != nil {
 		return err
@@ -84,15 +60,11 @@ func run(ctx context.Context, args []string) error {
 	if emb != nil {
 		embedder = emb
 	}
-	svc, err := retrieve.New(setup, retrieve.Config{Topology: t, Tokenizer: budget.Tokenizer, Decay: d, Embedder: embedder, Limits: lim, Metrics: m, Tracer: tp}, nc, js, log)
+	cfg := retrieve.Config{Topology: rt.Topology, Tokenizer: budget.Tokenizer, Decay: d, Embedder: embedder, Limits: lim,
+		Metrics: rt.Metrics, Tracer: rt.Tracer}
+	svc, err := retrieve.New(rt.Setup, cfg, rt.NC, rt.JS, log)
 	if err != nil {
 		return err
 	}
-	// Ready (for /readyz) once the worker exists and its consumers are created.
-	settings.ServeHealth(ctx, *healthAddr, nc, m, log)
-	settings.ServeMetrics(ctx, *metricsAddr, m, log)
-	if err := svc.Run(ctx); err != nil {
-		return err
-	}
-	return nc.Drain()
+	return rt.Serve(ctx, svc.Run)
 }

@@ -15,9 +15,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentmem/agentmem/internal/archive"
-	"github.com/agentmem/agentmem/internal/broker"
 	"github.com/agentmem/agentmem/internal/broker/brokertest"
 	"github.com/agentmem/agentmem/internal/daemon"
+	"github.com/agentmem/agentmem/internal/daemon/daemontest"
 	"github.com/agentmem/agentmem/internal/importer"
 	"github.com/agentmem/agentmem/internal/ingest"
 	"github.com/agentmem/agentmem/internal/metrics"
@@ -37,29 +37,7 @@ type env struct {
 func start(t testing.TB, topo events.Topology) *env {
 	t.Helper()
 	ctx := context.Background()
-	d, err := daemon.Start(ctx, daemon.Config{
-		Broker:   broker.Config{Listen: "127.0.0.1:-1", DataDir: t.TempDir()},
-		Topology: topo,
-		Ingest:   ingest.Config{IdleTimeout: -1},
-	}, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc, err := nats.Connect(d.URL())
-	if err != nil {
-		_ = d.Stop()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		nc.Close()
-		if err := d.Stop(); err != nil {
-			t.Errorf("stopping the daemon: %v", err)
-		}
-	})
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, nc, js := daemontest.Start(t, daemon.Config{Topology: topo, Ingest: ingest.Config{IdleTimeout: -1}})
 	if topo.Prefix == "" {
 		topo = events.DefaultTopology()
 	}

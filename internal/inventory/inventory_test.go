@@ -9,11 +9,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/rs/zerolog"
 
-	"github.com/agentmem/agentmem/internal/broker"
 	"github.com/agentmem/agentmem/internal/broker/brokertest"
 	"github.com/agentmem/agentmem/internal/daemon"
+	"github.com/agentmem/agentmem/internal/daemon/daemontest"
 	"github.com/agentmem/agentmem/internal/fact"
 	"github.com/agentmem/agentmem/internal/ingest"
 	"github.com/agentmem/agentmem/internal/inventory"
@@ -34,28 +33,7 @@ type env struct {
 
 func start(t *testing.T) *env {
 	t.Helper()
-	d, err := daemon.Start(context.Background(), daemon.Config{
-		Broker: broker.Config{Listen: "127.0.0.1:-1", DataDir: t.TempDir()},
-		Ingest: ingest.Config{IdleTimeout: -1},
-	}, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc, err := nats.Connect(d.URL())
-	if err != nil {
-		_ = d.Stop()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		nc.Close()
-		if err := d.Stop(); err != nil {
-			t.Errorf("stopping the daemon: %v", err)
-		}
-	})
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, nc, js := daemontest.Start(t, daemon.Config{Ingest: ingest.Config{IdleTimeout: -1}})
 	return &env{nc: nc, js: js, topo: events.DefaultTopology()}
 }
 

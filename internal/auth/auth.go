@@ -1,30 +1,33 @@
-// Package auth is agentmem's tenancy model on NATS: who may publish and subscribe to what, as a
-// nats-server authorization block, and the credentials (NKeys) of each role.
+// Package auth is agentmem's tenancy model on NATS: which account each credential lives in, what
+// it may publish and subscribe to, and the credentials (NKeys) of each role, rendered as a
+// nats-server accounts block.
 //
-// # The model: one account, per-tenant subject permissions
+// # The model: a service account and one account per tenant
 //
-// Every credential is an NKey user of one NATS account (the one JetStream runs in). Isolation is
-// enforced by the server through each user's subject permissions, never by client code:
+// The service account (AGENTMEM) holds JetStream, every stream and bucket, the workers, the
+// operator and the admin. Each tenant's agents are users of that tenant's own account
+// (TENANT_<tenant>), which holds nothing but imports of what the service account exports:
 //
-//   - agent of tenant T: publish memory.turns.T.>, memory.retrieve.T, memory.forget.T; subscribe
-//     memory.pressure.T.>, memory.summaries.T.>, memory.facts.T.> and its own reply inboxes
-//     _INBOX_T.> (agents connect with that inbox prefix; the plain _INBOX.> of other users is
-//     not theirs). No $JS.API, no $KV: no stream, bucket or consumer of anyone.
-//   - worker: the JetStream and KV APIs, memory.> and the micro-service subjects, and responses
-//     to requests it received (allow_responses), no agent inbox.
-//   - operator: read-only stream and consumer information and service discovery (monitoring,
-//     the acceptance tools' wait for ingestion).
-//   - admin: everything (memctl for an operator, replays, forgets).
+//   - memory.turns.<tenant>.* — a service import of the service account's
+//     memory.intake.<tenant>.*, where ingest admits turns (no stream captures the intake);
+//   - memory.retrieve.<tenant>, memory.forget.<tenant> — service imports;
+//   - memory.pressure.<tenant>.>, memory.summaries.<tenant>.>, memory.facts.<tenant>.> — stream
+//     imports.
 //
-// The tenant of every request and turn is the subject's tenant token: the only one an agent can
-// name. Workers reject a payload or CloudEvent attribute that names another tenant.
+// Why accounts: permissions on subjects stop an agent from publishing where it may not, but not
+// a deputy that publishes where the agent asks (a reply subject). Across an import the server
+// replaces the agent's reply subject with one of its own (_R_.…) that leads back into the
+// agent's account only, so no service and no JetStream acknowledgement can be made to publish
+// into the service account or another tenant's. Admission then scopes deduplication ids to
+// the subject's tenant and session and drops every Nats-* header an agent set (package ingest).
 //
-// Cost: a tenant is one user entry (or a few, one per agent credential) with 7 subject patterns;
-// the server checks permissions with a per-connection cache, so 10, 1,000 or 100,000 tenants cost
-// the same per message, and the configuration grows linearly (~0.5 KB per credential: ~50 MB of
-// config at 100,000 tenants, where decentralised JWT auth — operator/account/user JWTs issued with
-// nsc, the same permissions in each user JWT, nothing in the server config — is the better fit;
-// see docs/security.md).
+// Inside its account an agent is still held to its own subjects (publish memory.turns.T.*,
+// memory.retrieve.T, memory.forget.T; subscribe to T's events and its inboxes), so a mistake is
+// refused with a permissions violation instead of vanishing.
+//
+// Cost: a tenant is an account with six imports and a user entry per agent credential (~1.5 KB
+// of configuration). For many thousands of tenants use decentralised JWT auth, where the same
+// accounts are account JWTs fetched from a resolver when first used (see docs/security.md).
 package auth
 
 import (
@@ -62,8 +65,8 @@ type Permissions struct {
 	All            bool     `json:"all,omitempty"`
 }
 
-// InboxPrefix is the reply-inbox prefix of tenant's agents ("_INBOX_<tenant>"): connect with
-// nats.CustomInboxPrefix(InboxPrefix(tenant)).
+// InboxPrefix is a reply-inbox prefix tenant's agents may use ("_INBOX_<tenant>", from the
+// one-account model; the default _INBOX works as well, inboxes are per account now).
 func InboxPrefix(tenant string) string { return "_INBOX_" + tenant }
 
 // PermissionsFor returns the permissions of role (tenant only for agents).
@@ -74,9 +77,9 @@ func PermissionsFor(role Role, tenant string) (Permissions, error) {
 			return Permissions{}, err
 		}
 		return Permissions{
-			PublishAllow: []string{"memory.turns." + tenant + ".>", "memory.retrieve." + tenant, "memory.forget." + tenant},
+			PublishAllow: []string{"memory.turns." + tenant + ".*", "memory.retrieve." + tenant, "memory.forget." + tenant},
 			SubscribeAllow: []string{"memory.pressure." + tenant + ".>", "memory.summaries." + tenant + ".>",
-				"memory.facts." + tenant + ".>", InboxPrefix(tenant) + ".>"},
+				"memory.facts." + tenant + ".>", "_INBOX.>", InboxPrefix(tenant) + ".>"},
 		}, nil
 	case RoleWorker:
 		return Permissions{
@@ -198,33 +201,115 @@ func (s *Store) Save() error {
 	return os.WriteFile(filepath.Join(s.Dir, "auth.conf"), []byte(conf), 0o600)
 }
 
-// Render writes the nats-server authorization block for users.
+// ServiceAccount is the NATS account of the service: JetStream, every stream and bucket, the
+// workers, the operator and the admin. Agents are never in it.
+const ServiceAccount = "AGENTMEM"
+
+// AccountName is the NATS account of tenant's agents ("TENANT_<tenant>"; the prefix keeps a
+// tenant named like a reserved account, $SYS or AGENTMEM, apart from it).
+func AccountName(tenant string) string { return "TENANT_" + tenant }
+
+// Exports are what the service account offers the tenant accounts: the intake, retrieve and
+// forget services (requests) and the pressure, summary and fact events (streams).
+var exports = []struct{ kind, subject string }{
+	{"service", "memory.intake.*.*"},
+	{"service", "memory.retrieve.*"},
+	{"service", "memory.forget.*"},
+	{"stream", "memory.pressure.*.>"},
+	{"stream", "memory.summaries.*.>"},
+	{"stream", "memory.facts.*.>"},
+}
+
+// imports are what tenant's account imports from the service account. The agent's
+// memory.turns.<tenant>.<session> is the service account's memory.intake.<tenant>.<session>.
+func imports(tenant string) []string {
+	svc := func(subject, to string) string {
+		s := fmt.Sprintf("{ service: { account: %q, subject: %q }", ServiceAccount, subject)
+		if to != "" {
+			s += fmt.Sprintf(", to: %q", to)
+		}
+		return s + " }"
+	}
+	stream := func(subject string) string {
+		return fmt.Sprintf("{ stream: { account: %q, subject: %q } }", ServiceAccount, subject)
+	}
+	return []string{
+		svc("memory.intake."+tenant+".*", "memory.turns."+tenant+".*"),
+		svc("memory.retrieve."+tenant, ""),
+		svc("memory.forget."+tenant, ""),
+		stream("memory.pressure." + tenant + ".>"),
+		stream("memory.summaries." + tenant + ".>"),
+		stream("memory.facts." + tenant + ".>"),
+	}
+}
+
+// Render writes the nats-server accounts block for users: the service account (JetStream, the
+// workers, operators and admins, and its exports) and one account per tenant holding that
+// tenant's agents and its imports. A reply subject an agent chooses is one of its own account:
+// the server routes every answer of the service back into the requester's account, so neither
+// a service nor JetStream can be made to publish into the service account or another tenant's.
 func Render(users []User) (string, error) {
 	var b strings.Builder
-	b.WriteString("# Generated by memctl auth: agentmem's users and their subject permissions.\n")
-	b.WriteString("authorization {\n  users = [\n")
+	b.WriteString("# Generated by memctl auth: agentmem's accounts, users and their subject permissions.\n")
+	b.WriteString("accounts {\n")
+	fmt.Fprintf(&b, "  %s {\n    jetstream: enabled\n    users: [\n", ServiceAccount)
+	tenants := map[string][]User{}
+	var order []string
 	for _, u := range users {
-		p, err := PermissionsFor(u.Role, u.Tenant)
-		if err != nil {
-			return "", err
-		}
-		fmt.Fprintf(&b, "    # %s (%s", u.Name, u.Role)
-		if u.Tenant != "" {
-			fmt.Fprintf(&b, " of tenant %s", u.Tenant)
-		}
-		b.WriteString(")\n")
-		if p.All {
-			fmt.Fprintf(&b, "    { nkey: %q }\n", u.NKey)
+		if u.Role == RoleAgent {
+			if _, ok := tenants[u.Tenant]; !ok {
+				order = append(order, u.Tenant)
+			}
+			tenants[u.Tenant] = append(tenants[u.Tenant], u)
 			continue
 		}
-		fmt.Fprintf(&b, "    { nkey: %q, permissions: { publish: { allow: %s }, subscribe: { allow: %s }", u.NKey, list(p.PublishAllow), list(p.SubscribeAllow))
-		if p.AllowResponses {
-			b.WriteString(", allow_responses: true")
+		if err := renderUser(&b, u); err != nil {
+			return "", err
 		}
-		b.WriteString(" } }\n")
 	}
-	b.WriteString("  ]\n}\n")
+	b.WriteString("    ]\n    exports: [\n")
+	for _, e := range exports {
+		fmt.Fprintf(&b, "      { %s: %q }\n", e.kind, e.subject)
+	}
+	b.WriteString("    ]\n  }\n")
+	slices.Sort(order)
+	for _, t := range order {
+		fmt.Fprintf(&b, "  # tenant %s\n  %s {\n    users: [\n", t, AccountName(t))
+		for _, u := range tenants[t] {
+			if err := renderUser(&b, u); err != nil {
+				return "", err
+			}
+		}
+		b.WriteString("    ]\n    imports: [\n")
+		for _, imp := range imports(t) {
+			fmt.Fprintf(&b, "      %s\n", imp)
+		}
+		b.WriteString("    ]\n  }\n")
+	}
+	b.WriteString("}\n")
 	return b.String(), nil
+}
+
+func renderUser(b *strings.Builder, u User) error {
+	p, err := PermissionsFor(u.Role, u.Tenant)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(b, "      # %s (%s", u.Name, u.Role)
+	if u.Tenant != "" {
+		fmt.Fprintf(b, " of tenant %s", u.Tenant)
+	}
+	b.WriteString(")\n")
+	if p.All {
+		fmt.Fprintf(b, "      { nkey: %q }\n", u.NKey)
+		return nil
+	}
+	fmt.Fprintf(b, "      { nkey: %q, permissions: { publish: { allow: %s }, subscribe: { allow: %s }", u.NKey, list(p.PublishAllow), list(p.SubscribeAllow))
+	if p.AllowResponses {
+		b.WriteString(", allow_responses: true")
+	}
+	b.WriteString(" } }\n")
+	return nil
 }
 
 func list(ss []string) string {

@@ -178,11 +178,28 @@ func TestTenantsCannotReachEachOther(t *testing.T) {
 		t.Fatal("a read the turns stream")
 	}
 	vA.saw(t, "publish", "$JS.API")
-	// a cannot listen to other users' reply inboxes.
-	if _, err := ncA.Subscribe("_INBOX.>", func(*nats.Msg) {}); err != nil {
+	// a's inboxes are its account's: listening to every inbox hears nothing of b's answers.
+	heard := make(chan *nats.Msg, 16)
+	if _, err := ncA.ChanSubscribe(">", heard); err != nil {
 		t.Fatal(err)
 	}
-	vA.saw(t, "subscription", "_INBOX.>")
+	vA.saw(t, "subscription", ">")
+	inbox, err := ncA.SubscribeSync("_INBOX.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ncA.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := clB.Retrieve(ctx, events.RetrieveRequest{Query: "bank pin", Session: "sb"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := clB.Publish(ctx, client.Turn{Session: "sb", User: "bob", Role: "assistant", Content: "noted"}); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := inbox.NextMsg(200 * time.Millisecond); err == nil {
+		t.Fatalf("a heard an answer on %s: %s", m.Subject, m.Data)
+	}
 
 	// b's memory is unchanged.
 	after, err := clB.Retrieve(ctx, events.RetrieveRequest{Query: "bank pin hint cat Zorblax", Session: "sb"})
@@ -247,26 +264,35 @@ func TestForgedTenantInPayloadIsRejected(t *testing.T) {
 	})
 }
 
-// A forged Nats-Msg-Id can only name an id that a tenant's agent has not picked yet if it can
-// predict it: the client picks random UUIDs, and a tenant can neither read another tenant's
-// subjects nor any stream. The forged message itself is never applied.
+// A Nats-Msg-Id is derived by admission from the subject's tenant and session: one naming
+// another tenant's id is refused (and dead-lettered), one left out is derived, so a cannot take
+// an id b will use even when it knows it.
 func TestForgedMsgIDCannotSuppressAnotherTenantsTurn(t *testing.T) {
 	s := startSecured(t, nil)
 	ncA, _, _ := s.agent(t, "a")
 	_, clB, _ := s.agent(t, "b")
 	ctx := context.Background()
 	jsA, _ := jetstream.New(ncA)
-	// a floods the duplicate window with ids in b's namespace.
-	for i := range 200 {
+	for i := range 20 {
+		// The id b is going to use, as a's Nats-Msg-Id: refused.
 		ev, _ := events.NewEvent(fmt.Sprintf("guess-%d", i), events.TypeTurn, "agent", time.Now(), events.Turn{Role: "user", Content: "x", User: "mallory"})
 		m, _ := events.BinaryMsg("memory.turns.a.sa", ev)
-		m.Header.Set(events.HeaderMsgID, fmt.Sprintf("b.sb.%d", i))
-		if _, err := jsA.PublishMsg(ctx, m); err != nil {
-			t.Fatal(err)
+		m.Header.Set(events.HeaderMsgID, fmt.Sprintf("b.sb.known-%d", i))
+		var apiErr *jetstream.APIError
+		if _, err := jsA.PublishMsg(ctx, m); !errors.As(err, &apiErr) || apiErr.Code != 400 || !strings.Contains(apiErr.Description, "Nats-Msg-Id") {
+			t.Fatalf("forged Nats-Msg-Id: %v, want a 400 naming Nats-Msg-Id", err)
+		}
+		// The same event id as b's, on a's own subject: a's own turn, stored under a's id.
+		ev, _ = events.NewEvent(fmt.Sprintf("known-%d", i), events.TypeTurn, "agent", time.Now(), events.Turn{Role: "user", Content: "x", User: "mallory"})
+		m, _ = events.BinaryMsg("memory.turns.a.sb", ev)
+		ack, err := jsA.PublishMsg(ctx, m)
+		if err != nil || ack.Duplicate {
+			t.Fatalf("a's own turn known-%d: %+v %v", i, ack, err)
 		}
 	}
-	for range 20 {
-		ack, err := clB.Publish(ctx, client.Turn{Session: "sb", User: "bob", Role: "user", Content: "remember the blue door"})
+	for i := range 20 {
+		id := fmt.Sprintf("known-%d", i)
+		ack, err := clB.Publish(ctx, client.Turn{ID: id, Session: "sb", User: "bob", Role: "user", Content: "remember the blue door"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -187,7 +187,14 @@ func (w *Worker) startForget(ctx context.Context, nc *nats.Conn) (micro.Service,
 		return nil, fmt.Errorf("registering %s: %w", ServiceName, err)
 	}
 	err = svc.AddEndpoint("forget", micro.HandlerFunc(func(req micro.Request) {
-		go w.serveForget(ctx, nc, reply.From(req))
+		r := reply.From(req)
+		tenant, _ := events.ParseTenantSubject("memory.forget", r.Subject)
+		if err := reply.Check(tenant, r.Reply); err != nil {
+			w.cfg.Metrics.Refused("forget")
+			w.log.Debug().Err(err).Str("subject", r.Subject).Msg("request refused")
+			return
+		}
+		go w.serveForget(ctx, nc, r)
 	}), micro.WithEndpointSubject("memory.forget.*"))
 	if err != nil {
 		_ = svc.Stop()

@@ -166,6 +166,10 @@ func (g *Gateway) prepare(tenant string, in *nats.Msg) (pending, *Problem) {
 	if err := events.ValidateToken("subject", sess); err != nil {
 		return pending{}, invalid(err)
 	}
+	if events.IsReserved(ev.ID()) {
+		return pending{}, problem(http.StatusBadRequest, "id",
+			fmt.Sprintf("event id %q: ids starting with %q are reserved for agentmem's own events", ev.ID(), events.ReservedIDPrefix))
+	}
 	if named, ok := namedTenant(ev.Extensions(), ev.Data()); ok && named != tenant {
 		return pending{}, problem(http.StatusBadRequest, "tenant",
 			fmt.Sprintf("the event names tenant %q on the URL of tenant %q: the tenant is the URL's", named, tenant))

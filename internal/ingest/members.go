@@ -217,3 +217,11 @@ func (m *membership) leave() {
 		m.w.log.Debug().Err(err).Msg("leaving")
 	}
 }
+
+// owns reports whether this member consumes partition p now.
+func (m *membership) owns(p int) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.running[p]
+	return ok
+}

@@ -149,6 +149,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		g.Go(func() error { return m.run(gctx) })
 	}
 	g.Go(func() error { return w.runMalformed(gctx) })
+	g.Go(func() error { return w.runAdmission(gctx) })
 	if w.cfg.IdleTimeout > 0 || w.cfg.RepressureAfter > 0 {
 		g.Go(func() error { return w.idle.run(gctx) })
 	}
@@ -169,6 +170,14 @@ type feed struct {
 func (w *Worker) Owns(p int) bool {
 	if m := w.members.Load(); m != nil {
 		return slices.Contains(m.owned(), p)
+	}
+	return slices.Contains(w.cfg.Partitions, p)
+}
+
+// ownsPartition is Owns without allocating (admission asks it for every turn).
+func (w *Worker) ownsPartition(p int) bool {
+	if m := w.members.Load(); m != nil {
+		return m.owns(p)
 	}
 	return slices.Contains(w.cfg.Partitions, p)
 }

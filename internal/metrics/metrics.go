@@ -64,6 +64,10 @@ type Metrics struct {
 	httpRequests *prometheus.CounterVec
 	httpTime     *prometheus.HistogramVec
 
+	kvCorrupt *prometheus.CounterVec
+	refused   *prometheus.CounterVec
+	admitted  *prometheus.CounterVec
+
 	mu       sync.Mutex
 	sessions []func() Sessions
 }
@@ -120,6 +124,10 @@ func New() *Metrics {
 
 	m.httpRequests = f.counterVec("http_requests_total", "Requests of the HTTP API, by route (its pattern, or \"unrouted\"), method and status code.", "route", "method", "code")
 	m.httpTime = f.histogramVec("http_request_seconds", "Time to answer a request of the HTTP API, by route (an MCP event stream counts until it closes).", "route")
+
+	m.kvCorrupt = f.counterVec("kv_corrupt_total", "Values read from a KV bucket that do not belong to their key (another tenant's, session's or user's, or not decodable) and were treated as absent, by bucket and reason (undecodable, tenant, session, user, id, chain).", "bucket", "reason")
+	m.refused = f.counterVec("requests_refused_total", "Requests and turns a service neither served nor answered because their reply subject is not an inbox of the requesting tenant (package reply), by service.", "service")
+	m.admitted = f.counterVec("admission_total", "Turns received on the intake (tenancy on) by outcome: stored, rejected (bad id, dead-lettered), refused (reply subject or account), failed (not stored; the agent retries).", "outcome")
 
 	reg.MustRegister(
 		GaugeFunc("sessions_open", "Sessions with turns and no end on the partitions this process' ingest workers own.",
@@ -347,6 +355,32 @@ func (m *Metrics) HTTP(route, method string, code int, d time.Duration) {
 	}
 	m.httpRequests.WithLabelValues(route, method, strconv.Itoa(code)).Inc()
 	m.httpTime.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// KVCorrupt counts one value of bucket that a reader treated as corrupt, by reason (see
+// internal/integrity).
+func (m *Metrics) KVCorrupt(bucket, reason string) {
+	if m == nil {
+		return
+	}
+	m.kvCorrupt.WithLabelValues(bucket, reason).Inc()
+}
+
+// Refused counts one request of service (retrieve, forget, admission) refused for its reply
+// subject.
+func (m *Metrics) Refused(service string) {
+	if m == nil {
+		return
+	}
+	m.refused.WithLabelValues(service).Inc()
+}
+
+// Admission counts one turn received on the intake by outcome.
+func (m *Metrics) Admission(outcome string) {
+	if m == nil {
+		return
+	}
+	m.admitted.WithLabelValues(outcome).Inc()
 }
 
 // RetrieveSource records the time one request spent on a source: "embed" (the query's

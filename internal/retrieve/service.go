@@ -133,6 +133,14 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	err = svc.AddEndpoint("retrieve", micro.HandlerFunc(func(req micro.Request) {
 		r := reply.From(req)
+		// Answer only where an answer can do no harm, and spend nothing on a request that
+		// cannot be answered (package reply).
+		tenant, _ := events.ParseTenantSubject("memory.retrieve", r.Subject)
+		if err := reply.Check(tenant, r.Reply); err != nil {
+			s.cfg.Metrics.Refused("retrieve")
+			s.log.Debug().Err(err).Str("subject", r.Subject).Msg("request refused")
+			return
+		}
 		s.sem <- struct{}{}
 		go func() {
 			defer func() { <-s.sem }()

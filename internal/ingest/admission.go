@@ -2,9 +2,12 @@ package ingest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -36,15 +39,17 @@ import (
 //     JetStream-style error) on its reply subject once the turn is stored, so any NATS client's
 //     JetStream publish works unchanged. The reply subject is checked (package reply): one that
 //     is not an inbox of the requester is neither stored nor answered.
-//   - A message without an event id is stored without Nats-Msg-Id: ingest dead-letters it with
-//     the reason, as it does any bad input.
+//   - A message without an event id is stored under an id derived from its content: ingest
+//     dead-letters it with the reason, as it does any bad input.
 //
-// Order: every ingest process subscribes to the whole intake, and each admits only the sessions
-// of the partitions it owns (events.Partition, the same hash as the turns stream's transform),
-// in arrival order, through one publisher. A session's turns from one connection are stored in
-// the order they were sent, however many ingest processes run. While partitions move between
-// processes a turn may be admitted twice (stored once: the derived id) or by none (the agent's
-// publish times out and is retried, as after any failure).
+// Order and replicas: every ingest process subscribes to the whole intake (no queue group) and
+// admits every turn, in arrival order, through one publisher. A session's turns from one
+// connection therefore reach the stream in the order they were sent, whichever process's copy
+// is stored first: a process publishes a turn only after the turns sent before it, so when any
+// copy of a turn is stored, the earlier turns are stored already. The copies of the other
+// processes are duplicates of the derived id (the stream stores one); the agent takes the first
+// answer. There is no ownership to hand over, so no turn waits for a rebalance or is dropped
+// during one. The price is one intake delivery and one publish per ingest process per turn.
 
 // admissionMaxPending bounds the turns admitted and not yet acknowledged by the stream.
 const admissionMaxPending = 4096
@@ -137,9 +142,6 @@ func (a *admission) admit(m *nats.Msg) {
 		}
 		return
 	}
-	if !a.w.ownsPartition(events.Partition(tenant, session, a.w.cfg.Topology.Partitions)) {
-		return // another ingest process admits this session
-	}
 	if m.Reply != "" {
 		if err := reply.Check(tenant, m.Reply); err != nil {
 			a.w.cfg.Metrics.Refused("admission")
@@ -175,11 +177,15 @@ func (a *admission) admit(m *nats.Msg) {
 	events.StripNATSHeaders(out.Header)
 	if hasID {
 		out.Header.Set(events.HeaderMsgID, events.MsgID(tenant, session, id))
+	} else {
+		// No id: ingest dead-letters it; the content's hash keeps the copies of several ingest
+		// processes (and a retry) to one dead letter.
+		out.Header.Set(events.HeaderMsgID, events.MsgID(tenant, session, "$noid-"+contentHash(out)))
 	}
 	if len(out.Header) == 0 {
 		out.Header = nil
 	}
-	fut, err := a.js.PublishMsgAsync(out, jetstream.WithExpectStream(a.w.cfg.Topology.TurnsStream()))
+	fut, err := a.js.PublishMsgAsync(out)
 	if err != nil {
 		a.w.cfg.Metrics.Admission(admitFailed)
 		a.respondError(m.Reply, 503, "storing the turn: "+err.Error())
@@ -260,4 +266,21 @@ func requestAccount(h nats.Header) string {
 		return ""
 	}
 	return strings.TrimSpace(info.Account)
+}
+
+// contentHash is a hex SHA-256 of a message's headers (sorted) and body.
+func contentHash(m *nats.Msg) string {
+	h := sha256.New()
+	keys := make([]string, 0, len(m.Header))
+	for k := range m.Header {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		for _, v := range m.Header[k] {
+			fmt.Fprintf(h, "%s: %s\n", k, v)
+		}
+	}
+	h.Write(m.Data)
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }

@@ -218,10 +218,3 @@ func (m *membership) leave() {
 	}
 }
 
-// owns reports whether this member consumes partition p now.
-func (m *membership) owns(p int) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	_, ok := m.running[p]
-	return ok
-}

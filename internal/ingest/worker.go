@@ -174,14 +174,6 @@ func (w *Worker) Owns(p int) bool {
 	return slices.Contains(w.cfg.Partitions, p)
 }
 
-// ownsPartition is Owns without allocating (admission asks it for every turn).
-func (w *Worker) ownsPartition(p int) bool {
-	if m := w.members.Load(); m != nil {
-		return m.owns(p)
-	}
-	return slices.Contains(w.cfg.Partitions, p)
-}
-
 // Owned lists the partitions this process consumes now.
 func (w *Worker) Owned() []int {
 	if m := w.members.Load(); m != nil {

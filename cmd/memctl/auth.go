@@ -103,7 +103,7 @@ func authAddCommand(out io.Writer) *ffcli.Command {
 			}
 			fmt.Fprintf(out, "): seed %s\n", s.SeedFile(u.Name))
 			if u.Role == auth.RoleAgent {
-				fmt.Fprintf(out, "its agents connect with the seed and the inbox prefix %s\n", auth.InboxPrefix(u.Tenant))
+				fmt.Fprintf(out, "its agents connect with the seed; they are users of account %s, which sees only tenant %s's subjects\n", auth.AccountName(u.Tenant), u.Tenant)
 			}
 			return nil
 		},

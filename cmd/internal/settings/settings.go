@@ -192,7 +192,7 @@ func BindConn(fs *flag.FlagSet) *Conn {
 	fs.StringVar(&c.User, "nats-user", "", "NATS user name")
 	fs.StringVar(&c.Password, "nats-password", "", "NATS password")
 	fs.StringVar(&c.NKey, "nkey", "", "NKey seed file of this credential (memctl auth writes them)")
-	fs.StringVar(&c.InboxPrefix, "inbox-prefix", "", "reply inbox prefix (an agent of tenant T must use _INBOX_T)")
+	fs.StringVar(&c.InboxPrefix, "inbox-prefix", "", "reply inbox prefix (optional: agents of each tenant have an account of their own, so the default _INBOX works)")
 	fs.StringVar(&c.CAFile, "tls-ca", "", "CA certificate file to verify the server's TLS certificate")
 	return c
 }

@@ -35,6 +35,7 @@ import (
 
 	"github.com/agentmem/agentmem/internal/archive"
 	"github.com/agentmem/agentmem/internal/deadletter"
+	"github.com/agentmem/agentmem/internal/integrity"
 	"github.com/agentmem/agentmem/internal/llm"
 	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/metrics"
@@ -135,6 +136,10 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 			return nil, err
 		}
 	}
+	// Corrupt values in the buckets (another owner's, or undecodable) are logged, counted and
+	// read as absent.
+	rep := integrity.NewReporter(cfg.Metrics, log.With().Str("component", "compressor").Logger())
+	store, us, sessions = store.Instrument(rep), us.Instrument(rep), sessions.Instrument(rep)
 	w := &Worker{
 		cfg: cfg, js: js, store: store, usage: us, sessions: sessions,
 		reader:   archive.NewReader(js, topo.TurnsStream()),

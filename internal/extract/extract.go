@@ -28,6 +28,7 @@ import (
 	"github.com/agentmem/agentmem/internal/archive"
 	"github.com/agentmem/agentmem/internal/deadletter"
 	"github.com/agentmem/agentmem/internal/fact"
+	"github.com/agentmem/agentmem/internal/integrity"
 	"github.com/agentmem/agentmem/internal/llm"
 	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/metrics"
@@ -133,6 +134,10 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 			return nil, err
 		}
 	}
+	// Corrupt values in the buckets (another owner's, or undecodable) are logged, counted and
+	// read as absent.
+	rep := integrity.NewReporter(cfg.Metrics, log.With().Str("component", "extractor").Logger())
+	store, sessions, us = store.Instrument(rep), sessions.Instrument(rep), us.Instrument(rep)
 	w := &Worker{
 		cfg: cfg, js: js, store: store, sessions: sessions, usage: us, chat: chat, model: model, counter: counter,
 		reader: archive.NewReader(js, topo.TurnsStream()), tracer: tracing.Tracer(cfg.Tracer),

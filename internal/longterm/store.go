@@ -8,6 +8,12 @@
 //	<tenant>.<user>.s.<summary id>   a summary (id derived from the turn ids it covers)
 //	<tenant>.<user>.x.<session>      the session index
 //
+// Every value names its owner (a fact and a summary their tenant, user and id, a session index
+// entry its session and, written since, its tenant and user; a slot the key whose id it is
+// under), and every read checks it against the key. A value that does not decode or names
+// another owner is corrupt: it is reported (Instrument) and read as absent, a write replaces it
+// (revision-checked) as if the key were free.
+//
 // Every write decides atomically by itself: a new fact or summary is a KV create on its derived
 // key (two workers racing store it once), and a change to an existing record is a
 // revision-checked update retried on conflict, so the result never depends on which worker won:
@@ -20,12 +26,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmem/agentmem/internal/archive"
 	"github.com/agentmem/agentmem/internal/fact"
+	"github.com/agentmem/agentmem/internal/integrity"
 	"github.com/agentmem/agentmem/pkg/events"
 )
 
@@ -84,8 +92,11 @@ type Summary struct {
 	Metadata   map[string]any `json:"metadata,omitempty"`
 }
 
-// SessionRef is one entry of a user's session index.
+// SessionRef is one entry of a user's session index. Tenant and User name its owner (entries
+// written before they were added have neither; their key alone places them).
 type SessionRef struct {
+	Tenant  string    `json:"tenant,omitempty"`
+	User    string    `json:"user,omitempty"`
 	Session string    `json:"session"`
 	First   time.Time `json:"first,omitzero"`
 	Last    time.Time `json:"last,omitzero"`
@@ -111,6 +122,7 @@ type Store struct {
 	kv     jetstream.KeyValue
 	js     jetstream.JetStream
 	bucket string
+	rep    *integrity.Reporter
 }
 
 // Open binds to the long-term bucket of topo, which must exist (events.Topology.Ensure).
@@ -122,32 +134,101 @@ func Open(ctx context.Context, js jetstream.JetStream, topo events.Topology) (*S
 	return &Store{kv: kv, js: js, bucket: topo.LongTermBucket()}, nil
 }
 
+// Instrument returns a copy of s that reports the corrupt values it reads to r.
+func (s *Store) Instrument(r *integrity.Reporter) *Store {
+	c := *s
+	c.rep = r
+	return &c
+}
+
 func userPrefix(tenant, user string) string { return tenant + "." + user + "." }
 
+// Kinds of record, the third token of a key.
+const (
+	kindFact    = "f"
+	kindSlot    = "k"
+	kindSummary = "s"
+	kindSession = "x"
+)
+
+// recordKey is the key of one record: its owner, kind and id.
+type recordKey struct{ tenant, user, kind, id string }
+
+func (k recordKey) String() string { return userPrefix(k.tenant, k.user) + k.kind + "." + k.id }
+
 // FactKey is the KV key of a fact.
-func FactKey(tenant, user, id string) string    { return userPrefix(tenant, user) + "f." + id }
-func slotKey(tenant, user, keyID string) string { return userPrefix(tenant, user) + "k." + keyID }
+func FactKey(tenant, user, id string) string { return recordKey{tenant, user, kindFact, id}.String() }
 
 // SummaryKey is the KV key of a summary.
-func SummaryKey(tenant, user, id string) string { return userPrefix(tenant, user) + "s." + id }
+func SummaryKey(tenant, user, id string) string {
+	return recordKey{tenant, user, kindSummary, id}.String()
+}
 
 // SessionKey is the KV key of a session index entry.
 func SessionKey(tenant, user, session string) string {
-	return userPrefix(tenant, user) + "x." + session
+	return recordKey{tenant, user, kindSession, session}.String()
 }
 
-func (s *Store) get(ctx context.Context, key string, v any) (uint64, error) {
+// check reports whether the decoded record v (a *Fact, *Summary, *SessionRef or *slot) belongs
+// under k; nil when it does.
+func (s *Store) check(k recordKey, v any) *integrity.Error {
+	key := k.String()
+	var pairs [][3]string // field, got, want
+	switch r := v.(type) {
+	case *Fact:
+		pairs = [][3]string{{integrity.Tenant, r.Tenant, k.tenant}, {integrity.User, r.User, k.user}, {integrity.ID, r.ID, k.id}}
+	case *Summary:
+		pairs = [][3]string{{integrity.Tenant, r.Tenant, k.tenant}, {integrity.User, r.User, k.user}, {integrity.ID, r.ID, k.id}}
+	case *SessionRef:
+		pairs = [][3]string{{integrity.Session, r.Session, k.id}}
+		if r.Tenant != "" || r.User != "" {
+			pairs = append(pairs, [3]string{integrity.Tenant, r.Tenant, k.tenant}, [3]string{integrity.User, r.User, k.user})
+		}
+	case *slot:
+		pairs = [][3]string{{integrity.ID, fact.KeyID(k.tenant, k.user, r.Key), k.id}}
+	}
+	for _, p := range pairs {
+		if cerr := integrity.Mismatch(s.bucket, key, p[0], p[1], p[2]); cerr != nil {
+			return cerr
+		}
+	}
+	return nil
+}
+
+// decode decodes and checks the value of k.
+func (s *Store) decode(k recordKey, data []byte, v any) *integrity.Error {
+	if err := json.Unmarshal(data, v); err != nil {
+		return integrity.Undecoded(s.bucket, k.String(), err)
+	}
+	return s.check(k, v)
+}
+
+// get reads the record at k into v. A corrupt value comes back as cerr, with its revision; err
+// is ErrNotFound or a failure to read.
+func (s *Store) get(ctx context.Context, k recordKey, v any) (rev uint64, cerr *integrity.Error, err error) {
+	key := k.String()
 	e, err := s.kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return 0, ErrNotFound
+		return 0, nil, ErrNotFound
 	}
 	if err != nil {
-		return 0, fmt.Errorf("reading %q: %w", key, err)
+		return 0, nil, fmt.Errorf("reading %q: %w", key, err)
 	}
-	if err := json.Unmarshal(e.Value(), v); err != nil {
-		return 0, fmt.Errorf("decoding %q: %w", key, err)
+	return e.Revision(), s.decode(k, e.Value(), v), nil
+}
+
+// read reads the record at k into v for a reader: a corrupt value is reported and reads as
+// absent (an error matching both ErrNotFound and integrity.ErrCorrupt).
+func (s *Store) read(ctx context.Context, k recordKey, v any) error {
+	_, cerr, err := s.get(ctx, k, v)
+	if err != nil {
+		return err
 	}
-	return e.Revision(), nil
+	if cerr != nil {
+		s.rep.Report(cerr)
+		return fmt.Errorf("%w: %w", ErrNotFound, cerr)
+	}
+	return nil
 }
 
 // outcome is what update did.
@@ -159,24 +240,37 @@ const (
 	changed
 )
 
-// update applies change to the record at key atomically: create when absent (init), else a
-// revision-checked update, retried on conflict. change reports whether it changed anything.
-func update[T any](ctx context.Context, s *Store, key string, init func() (T, bool), change func(*T) bool) (T, outcome, error) {
+// update applies change to the record at k atomically: create when absent (init), else a
+// revision-checked update, retried on conflict. change reports whether it changed anything. A
+// corrupt record counts as absent: init replaces it, revision-checked.
+func update[T any](ctx context.Context, s *Store, k recordKey, init func() (T, bool), change func(*T) bool) (T, outcome, error) {
 	var zero T
+	key := k.String()
 	for range maxRetries {
 		var cur T
-		rev, err := s.get(ctx, key, &cur)
+		rev, cerr, err := s.get(ctx, k, &cur)
+		if cerr != nil {
+			s.rep.Report(cerr)
+		}
 		switch {
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, ErrNotFound) || cerr != nil:
 			v, ok := init()
 			if !ok {
+				if cerr != nil {
+					return zero, unchanged, fmt.Errorf("%w: %w", ErrNotFound, cerr)
+				}
 				return zero, unchanged, ErrNotFound
 			}
 			data, err := json.Marshal(v)
 			if err != nil {
 				return zero, unchanged, err
 			}
-			if _, err := s.kv.Create(ctx, key, data); errors.Is(err, jetstream.ErrKeyExists) {
+			if cerr != nil {
+				_, err = s.kv.Update(ctx, key, data, rev)
+			} else {
+				_, err = s.kv.Create(ctx, key, data)
+			}
+			if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 				continue
 			} else if err != nil {
 				return zero, unchanged, fmt.Errorf("creating %q: %w", key, err)
@@ -205,7 +299,7 @@ func update[T any](ctx context.Context, s *Store, key string, init func() (T, bo
 // PutSummary stores a summary once (a second put of the same id changes nothing) and reports
 // whether it was new.
 func (s *Store) PutSummary(ctx context.Context, sum Summary) (bool, error) {
-	_, out, err := update(ctx, s, SummaryKey(sum.Tenant, sum.User, sum.ID),
+	_, out, err := update(ctx, s, recordKey{sum.Tenant, sum.User, kindSummary, sum.ID},
 		func() (Summary, bool) { return sum, true },
 		func(*Summary) bool { return false })
 	return out == created, err
@@ -214,23 +308,25 @@ func (s *Store) PutSummary(ctx context.Context, sum Summary) (bool, error) {
 // Summary reads one summary.
 func (s *Store) Summary(ctx context.Context, tenant, user, id string) (Summary, error) {
 	var sum Summary
-	_, err := s.get(ctx, SummaryKey(tenant, user, id), &sum)
+	err := s.read(ctx, recordKey{tenant, user, kindSummary, id}, &sum)
 	return sum, err
 }
 
 // Fact reads one fact.
 func (s *Store) Fact(ctx context.Context, tenant, user, id string) (Fact, error) {
 	var f Fact
-	_, err := s.get(ctx, FactKey(tenant, user, id), &f)
+	err := s.read(ctx, recordKey{tenant, user, kindFact, id}, &f)
 	return f, err
 }
 
 // TouchSession records that user has session, seen between first and last.
 func (s *Store) TouchSession(ctx context.Context, tenant, user, session string, first, last time.Time) error {
-	_, _, err := update(ctx, s, SessionKey(tenant, user, session),
-		func() (SessionRef, bool) { return SessionRef{Session: session, First: first, Last: last}, true },
+	_, _, err := update(ctx, s, recordKey{tenant, user, kindSession, session},
+		func() (SessionRef, bool) {
+			return SessionRef{Tenant: tenant, User: user, Session: session, First: first, Last: last}, true
+		},
 		func(r *SessionRef) bool {
-			changed := false
+			changed := r.owned(tenant, user)
 			if r.First.IsZero() || first.Before(r.First) {
 				r.First, changed = first, true
 			}
@@ -245,17 +341,30 @@ func (s *Store) TouchSession(ctx context.Context, tenant, user, session string, 
 // SessionRef reads one entry of a user's session index.
 func (s *Store) SessionRef(ctx context.Context, tenant, user, session string) (SessionRef, error) {
 	var r SessionRef
-	_, err := s.get(ctx, SessionKey(tenant, user, session), &r)
+	err := s.read(ctx, recordKey{tenant, user, kindSession, session}, &r)
 	return r, err
+}
+
+// owned fills in the owner of an entry written before SessionRef named it; it reports whether
+// it did.
+func (r *SessionRef) owned(tenant, user string) bool {
+	if r.Tenant != "" {
+		return false
+	}
+	r.Tenant, r.User = tenant, user
+	return true
 }
 
 // MarkExtracted records that the session's facts were extracted up to seq (it never goes back).
 func (s *Store) MarkExtracted(ctx context.Context, tenant, user, session string, seq uint64) error {
-	_, _, err := update(ctx, s, SessionKey(tenant, user, session),
-		func() (SessionRef, bool) { return SessionRef{Session: session, ExtractedSeq: seq}, true },
+	_, _, err := update(ctx, s, recordKey{tenant, user, kindSession, session},
+		func() (SessionRef, bool) {
+			return SessionRef{Tenant: tenant, User: user, Session: session, ExtractedSeq: seq}, true
+		},
 		func(r *SessionRef) bool {
+			changed := r.owned(tenant, user)
 			if seq <= r.ExtractedSeq {
-				return false
+				return changed
 			}
 			r.ExtractedSeq = seq
 			return true
@@ -282,7 +391,7 @@ type FactChange struct {
 // into the history when it is older, so the outcome does not depend on the order of arrival.
 func (s *Store) AddFact(ctx context.Context, f Fact) (FactChange, error) {
 	var ch FactChange
-	stored, out, err := update(ctx, s, FactKey(f.Tenant, f.User, f.ID),
+	stored, out, err := update(ctx, s, recordKey{f.Tenant, f.User, kindFact, f.ID},
 		func() (Fact, bool) { return f, true },
 		func(cur *Fact) bool {
 			changed := false
@@ -316,7 +425,7 @@ func (s *Store) AddFact(ctx context.Context, f Fact) (FactChange, error) {
 
 // settleKey makes the slot of f's key point at the newest fact and marks the others superseded.
 func (s *Store) settleKey(ctx context.Context, f Fact, ch FactChange) (FactChange, error) {
-	key := slotKey(f.Tenant, f.User, fact.KeyID(f.Tenant, f.User, f.Key))
+	key := recordKey{f.Tenant, f.User, kindSlot, fact.KeyID(f.Tenant, f.User, f.Key)}
 	var previous string
 	newer := func(a, b slot) bool {
 		return a.ValidFrom.After(b.ValidFrom) || (a.ValidFrom.Equal(b.ValidFrom) && a.FactID > b.FactID)
@@ -357,7 +466,7 @@ func (s *Store) settleKey(ctx context.Context, f Fact, ch FactChange) (FactChang
 
 // supersede marks fact id as replaced by newID from validTo on.
 func (s *Store) supersede(ctx context.Context, tenant, user, id, newID string, validTo time.Time) (Fact, error) {
-	f, _, err := update(ctx, s, FactKey(tenant, user, id),
+	f, _, err := update(ctx, s, recordKey{tenant, user, kindFact, id},
 		func() (Fact, bool) { return Fact{}, false },
 		func(cur *Fact) bool {
 			if cur.SupersededBy == newID && cur.ValidTo != nil && cur.ValidTo.Equal(validTo) {
@@ -373,7 +482,7 @@ func (s *Store) supersede(ctx context.Context, tenant, user, id, newID string, v
 // DeleteFact marks one fact deleted (it stays in the history, no longer live); ErrNotFound when
 // there is no such fact.
 func (s *Store) DeleteFact(ctx context.Context, tenant, user, id string, at time.Time) (Fact, bool, error) {
-	f, out, err := update(ctx, s, FactKey(tenant, user, id),
+	f, out, err := update(ctx, s, recordKey{tenant, user, kindFact, id},
 		func() (Fact, bool) { return Fact{}, false },
 		func(cur *Fact) bool {
 			if cur.Deleted {
@@ -394,7 +503,7 @@ type UserRecords struct {
 }
 
 // User reads every record of a user (facts with their history, summaries, sessions), in one
-// batched read of the bucket's stream.
+// batched read of the bucket's stream. Corrupt records are reported and left out.
 func (s *Store) User(ctx context.Context, tenant, user string) (UserRecords, error) {
 	var out UserRecords
 	reader := archive.NewReader(s.js, "KV_"+s.bucket)
@@ -420,23 +529,30 @@ func (s *Store) User(ctx context.Context, tenant, user string) (UserRecords, err
 		if !ok {
 			continue
 		}
-		switch kind := subj[len(prefix):]; {
-		case len(kind) > 2 && kind[:2] == "f.":
+		kind, id, ok := strings.Cut(subj[len(prefix):], ".")
+		if !ok || id == "" {
+			continue
+		}
+		k := recordKey{tenant, user, kind, id}
+		var cerr *integrity.Error
+		switch kind {
+		case kindFact:
 			var f Fact
-			if json.Unmarshal(data, &f) == nil {
+			if cerr = s.decode(k, data, &f); cerr == nil {
 				out.Facts = append(out.Facts, f)
 			}
-		case len(kind) > 2 && kind[:2] == "s.":
+		case kindSummary:
 			var sum Summary
-			if json.Unmarshal(data, &sum) == nil {
+			if cerr = s.decode(k, data, &sum); cerr == nil {
 				out.Summaries = append(out.Summaries, sum)
 			}
-		case len(kind) > 2 && kind[:2] == "x.":
+		case kindSession:
 			var r SessionRef
-			if json.Unmarshal(data, &r) == nil {
+			if cerr = s.decode(k, data, &r); cerr == nil {
 				out.Sessions = append(out.Sessions, r)
 			}
 		}
+		s.rep.Report(cerr)
 	}
 	return out, nil
 }

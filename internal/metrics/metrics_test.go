@@ -17,6 +17,7 @@ func TestNilMetricsRecordNothingAndDoNotPanic(t *testing.T) {
 	m.LLM("p", "m", "complete").Call(time.Second, 1, 1, nil)
 	m.LLM("p", "m", "complete").AttemptFailed("server")
 	m.Retrieve("ok", time.Millisecond)
+	m.KVCorrupt("AGENTMEM_SESSIONS", "tenant")
 	if err := m.Register(nil); err != nil {
 		t.Fatal(err)
 	}

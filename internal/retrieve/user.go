@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/agentmem/agentmem/internal/archive"
+	"github.com/agentmem/agentmem/internal/integrity"
 	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/rank"
 	"github.com/agentmem/agentmem/internal/session"
@@ -344,8 +345,10 @@ func (c *userCache) drop(k userKey) {
 }
 
 // watch keeps the cache current: every change to the long-term bucket marks its user's view,
-// every session header update marks the views that hold the session.
+// every session header update marks the views that hold the session. It also makes the stores
+// report the corrupt values they read (see instrument).
 func (s *Service) watch(ctx context.Context, js jetstream.JetStream) error {
+	s.instrument()
 	long, err := js.KeyValue(ctx, s.cfg.Topology.LongTermBucket())
 	if err != nil {
 		return err
@@ -394,4 +397,14 @@ func (s *Service) watch(ctx context.Context, js jetstream.JetStream) error {
 		}
 	}()
 	return nil
+}
+
+// instrument makes the session and long-term stores report the corrupt values they read (a value
+// of another tenant, session or user than its key, or one that does not decode: logged at Warn,
+// counted in agentmem_kv_corrupt_total). The stores read such a value as absent whether or not
+// they report it, so a request is answered without it rather than with an error. It runs from
+// Start, before the first request is served.
+func (s *Service) instrument() {
+	rep := integrity.NewReporter(s.cfg.Metrics, s.log)
+	s.store, s.long = s.store.Instrument(rep), s.long.Instrument(rep)
 }

@@ -102,11 +102,14 @@ type Op struct {
 	Time   time.Time     `json:"t,omitzero"`
 }
 
-// Chunk is one link of a session's append-only chain.
+// Chunk is one link of a session's append-only chain. Tenant and Session name the session it
+// belongs to (chunks written before they were added have neither; their key alone places them).
 type Chunk struct {
-	Prev string `json:"prev,omitempty"`
-	N    int    `json:"n"`
-	Ops  []Op   `json:"ops"`
+	Tenant  string `json:"tenant,omitempty"`
+	Session string `json:"session,omitempty"`
+	Prev    string `json:"prev,omitempty"`
+	N       int    `json:"n"`
+	Ops     []Op   `json:"ops"`
 }
 
 // ErrUnknownEntry is returned when an operation names an entry the session does not hold.
@@ -120,10 +123,13 @@ type State struct {
 	Header Header
 	Short  *memory.ShortTerm
 
-	rev     uint64
-	seen    map[string]uint64 // id -> stream sequence of the message that was applied
-	covered map[string][]memory.Entry
-	ops     []Op
+	rev uint64
+	// replaces is the revision of a corrupt stored header (see Store.Refresh) that the first
+	// commit of this state replaces, revision-checked; 0 when there is none.
+	replaces uint64
+	seen     map[string]uint64 // id -> stream sequence of the message that was applied
+	covered  map[string][]memory.Entry
+	ops      []Op
 }
 
 // NewState returns the state of a session that has never been stored.

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
 	"github.com/agentmem/agentmem/internal/archive"
+	"github.com/agentmem/agentmem/internal/integrity"
 	"github.com/agentmem/agentmem/pkg/events"
 )
 
@@ -25,11 +27,17 @@ var ErrNotFound = errors.New("session: not found")
 const maxChunkBytes = 256 << 10
 
 // Store reads and writes session headers and chunks.
+//
+// Every value read is checked against its key: a header must name the tenant and session of its
+// key, a chunk must be one of the session's (its key under the session's, its tenant and session
+// when it names them, its place in the chain). A value that does not decode or does not match is
+// corrupt: it is reported (Instrument) and the session reads as absent, never as an error.
 type Store struct {
 	js      jetstream.JetStream
 	headers jetstream.KeyValue
 	chunks  jetstream.KeyValue
 	now     func() time.Time
+	rep     *integrity.Reporter
 }
 
 // NewStore binds to the session and chunk buckets of topo, which must exist (Topology.Ensure).
@@ -45,20 +53,56 @@ func NewStore(ctx context.Context, js jetstream.JetStream, topo events.Topology)
 	return &Store{js: js, headers: h, chunks: c, now: time.Now}, nil
 }
 
-// Header reads a session's stored header and its revision; ErrNotFound when there is none.
+// Instrument returns a copy of st that reports the corrupt values it reads to r.
+func (st *Store) Instrument(r *integrity.Reporter) *Store {
+	c := *st
+	c.rep = r
+	return &c
+}
+
+// Header reads a session's stored header and its revision; ErrNotFound when there is none. A
+// corrupt header (undecodable, or naming another tenant or session) is reported and reads as
+// absent: the error then matches both ErrNotFound and integrity.ErrCorrupt.
 func (st *Store) Header(ctx context.Context, key Key) (Header, uint64, error) {
+	h, rev, cerr, err := st.header(ctx, key)
+	if err != nil {
+		return Header{}, 0, err
+	}
+	if cerr != nil {
+		st.rep.Report(cerr)
+		return Header{}, 0, fmt.Errorf("%w: %w", ErrNotFound, cerr)
+	}
+	return h, rev, nil
+}
+
+// header reads and checks a session's header. A corrupt one comes back as cerr, with its
+// revision; err is a failure to read.
+func (st *Store) header(ctx context.Context, key Key) (h Header, rev uint64, cerr *integrity.Error, err error) {
 	e, err := st.headers.Get(ctx, key.String())
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return Header{}, 0, ErrNotFound
+		return Header{}, 0, nil, ErrNotFound
 	}
 	if err != nil {
-		return Header{}, 0, fmt.Errorf("reading header %q: %w", key, err)
+		return Header{}, 0, nil, fmt.Errorf("reading header %q: %w", key, err)
 	}
+	h, cerr = st.checkHeader(key, e.Value())
+	return h, e.Revision(), cerr, nil
+}
+
+// checkHeader decodes the header stored under key and checks that it is key's.
+func (st *Store) checkHeader(key Key, data []byte) (Header, *integrity.Error) {
+	bucket := st.headers.Bucket()
 	var h Header
-	if err := json.Unmarshal(e.Value(), &h); err != nil {
-		return Header{}, 0, fmt.Errorf("decoding header %q: %w", key, err)
+	if err := json.Unmarshal(data, &h); err != nil {
+		return Header{}, integrity.Undecoded(bucket, key.String(), err)
 	}
-	return h, e.Revision(), nil
+	if cerr := integrity.Mismatch(bucket, key.String(), integrity.Tenant, h.Tenant, key.Tenant); cerr != nil {
+		return Header{}, cerr
+	}
+	if cerr := integrity.Mismatch(bucket, key.String(), integrity.Session, h.Session, key.Session); cerr != nil {
+		return Header{}, cerr
+	}
+	return h, nil
 }
 
 // Load reads a session: its header and every chunk of its chain, replayed in order. A session
@@ -73,29 +117,56 @@ func (st *Store) Load(ctx context.Context, key Key, budget int) (*State, error) 
 
 // Refresh brings s up to the stored header: it reads the chunks written since s.Header.Head and
 // replays them. It reports whether anything changed. s must have no uncommitted operations.
+//
+// A corrupt header or chain (see Store) is reported and the session reads as absent: s becomes
+// a fresh state (Revision 0) whose first Commit replaces the corrupt header, revision-checked.
+// Ingest, which decides from the turns stream, then rebuilds the session from the stream as it
+// does for a session without a header; a reader sees no session.
 func (st *Store) Refresh(ctx context.Context, s *State) (bool, error) {
 	if len(s.ops) > 0 {
 		return false, errors.New("session: refresh with uncommitted operations")
 	}
-	h, rev, err := st.Header(ctx, s.Key)
+	for attempt := 0; ; attempt++ {
+		changed, retry, err := st.refresh(ctx, s)
+		if !retry || attempt == 2 {
+			return changed, err
+		}
+	}
+}
+
+// refresh is one attempt of Refresh; retry asks for another when a chunk went missing because
+// the header moved on meanwhile (a forget purges chunks after writing the tombstone).
+func (st *Store) refresh(ctx context.Context, s *State) (changed, retry bool, err error) {
+	h, rev, cerr, err := st.header(ctx, s.Key)
 	if errors.Is(err, ErrNotFound) {
-		return false, nil
+		return false, false, nil
 	}
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
-	if rev == s.rev {
-		return false, nil
+	if rev == s.rev || (s.rev == 0 && rev == s.replaces) {
+		return false, false, nil // unchanged, or the corrupt header s already stands in for
+	}
+	if cerr != nil {
+		return st.corrupt(s, rev, cerr), false, nil
 	}
 	var chain []Chunk
-	key := h.Head
+	key, n := h.Head, h.Chunks
 	for key != "" && key != s.Header.Head {
-		c, err := st.chunk(ctx, key)
+		c, cerr, err := st.chunk(ctx, s.Key, key, n)
 		if err != nil {
-			return false, err
+			return false, false, err
+		}
+		if cerr != nil {
+			if cerr.Err != nil && errors.Is(cerr.Err, jetstream.ErrKeyNotFound) {
+				if _, now, _, herr := st.header(ctx, s.Key); (herr == nil && now != rev) || errors.Is(herr, ErrNotFound) {
+					return false, true, nil
+				}
+			}
+			return st.corrupt(s, rev, cerr), false, nil
 		}
 		chain = append(chain, c)
-		key = c.Prev
+		key, n = c.Prev, n-1
 	}
 	if key != s.Header.Head {
 		// The stored chain does not extend what s holds (the session was forgotten and started
@@ -115,20 +186,53 @@ func (st *Store) Refresh(ctx context.Context, s *State) (bool, error) {
 	if h.Budget > 0 && h.Budget != s.Short.Budget() {
 		s.Short.SetBudget(h.Budget)
 	}
-	s.rev = rev
-	return true, nil
+	s.rev, s.replaces = rev, 0
+	return true, false, nil
 }
 
-func (st *Store) chunk(ctx context.Context, key string) (Chunk, error) {
+// corrupt reports cerr and turns s into a fresh state standing in for the corrupt header at
+// revision rev; it reports whether s changed.
+func (st *Store) corrupt(s *State, rev uint64, cerr *integrity.Error) bool {
+	st.rep.Report(cerr)
+	changed := s.rev != 0 || s.Header.Head != ""
+	*s = *NewState(s.Key, s.Short.Budget())
+	s.replaces = rev
+	return changed
+}
+
+// chunk reads and checks the chunk at key, which a header (or the next chunk) of session sk names
+// as its n-th. A chunk that is missing, undecodable or not the session's comes back as cerr; err
+// is a failure to read.
+func (st *Store) chunk(ctx context.Context, sk Key, key string, n int) (Chunk, *integrity.Error, error) {
+	bucket := st.chunks.Bucket()
+	if !strings.HasPrefix(key, sk.String()+".") {
+		return Chunk{}, &integrity.Error{Bucket: st.headers.Bucket(), Key: sk.String(), Reason: integrity.Chain,
+			Detail: fmt.Sprintf("the chain names chunk %q of another session", key)}, nil
+	}
 	e, err := st.chunks.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return Chunk{}, &integrity.Error{Bucket: bucket, Key: key, Reason: integrity.Chain, Detail: "the chain names a missing chunk", Err: err}, nil
+	}
 	if err != nil {
-		return Chunk{}, fmt.Errorf("reading chunk %q: %w", key, err)
+		return Chunk{}, nil, fmt.Errorf("reading chunk %q: %w", key, err)
 	}
 	var c Chunk
 	if err := json.Unmarshal(e.Value(), &c); err != nil {
-		return Chunk{}, fmt.Errorf("decoding chunk %q: %w", key, err)
+		return Chunk{}, integrity.Undecoded(bucket, key, err), nil
 	}
-	return c, nil
+	if c.Tenant != "" || c.Session != "" {
+		if cerr := integrity.Mismatch(bucket, key, integrity.Tenant, c.Tenant, sk.Tenant); cerr != nil {
+			return Chunk{}, cerr, nil
+		}
+		if cerr := integrity.Mismatch(bucket, key, integrity.Session, c.Session, sk.Session); cerr != nil {
+			return Chunk{}, cerr, nil
+		}
+	}
+	if c.N != n {
+		return Chunk{}, &integrity.Error{Bucket: bucket, Key: key, Reason: integrity.Chain,
+			Detail: fmt.Sprintf("chunk number %d where the chain expects %d", c.N, n)}, nil
+	}
+	return c, nil, nil
 }
 
 // Commit writes the operations recorded since the last commit as new chunks, then the header
@@ -139,7 +243,7 @@ func (st *Store) Commit(ctx context.Context, s *State) (writes int, err error) {
 	prev, n := h.Head, h.Chunks
 	for _, part := range split(s.ops) {
 		n++
-		data, err := json.Marshal(Chunk{Prev: prev, N: n, Ops: part})
+		data, err := json.Marshal(Chunk{Tenant: s.Key.Tenant, Session: s.Key.Session, Prev: prev, N: n, Ops: part})
 		if err != nil {
 			return writes, fmt.Errorf("encoding chunk: %w", err)
 		}
@@ -157,22 +261,28 @@ func (st *Store) Commit(ctx context.Context, s *State) (writes int, err error) {
 		return writes, fmt.Errorf("encoding header: %w", err)
 	}
 	var rev uint64
-	if s.rev == 0 {
+	switch {
+	case s.rev == 0 && s.replaces == 0:
 		rev, err = st.headers.Create(ctx, s.Key.String(), data)
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			return writes, fmt.Errorf("%w: %s was created meanwhile", ErrConflict, s.Key)
 		}
-	} else {
-		rev, err = st.headers.Update(ctx, s.Key.String(), data, s.rev)
+	default:
+		// s.replaces: the corrupt header s stands in for, replaced only if it is still there.
+		expect := s.rev
+		if expect == 0 {
+			expect = s.replaces
+		}
+		rev, err = st.headers.Update(ctx, s.Key.String(), data, expect)
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
-			return writes, fmt.Errorf("%w: %s (expected revision %d)", ErrConflict, s.Key, s.rev)
+			return writes, fmt.Errorf("%w: %s (expected revision %d)", ErrConflict, s.Key, expect)
 		}
 	}
 	if err != nil {
 		return writes, fmt.Errorf("writing header %q: %w", s.Key, err)
 	}
 	writes++
-	s.Header, s.rev, s.ops = h, rev, nil
+	s.Header, s.rev, s.replaces, s.ops = h, rev, 0, nil
 	return writes, nil
 }
 
@@ -195,9 +305,10 @@ func split(ops []Op) [][]Op {
 }
 
 // List calls fn with every stored header (tombstones included), reading the bucket's stream
-// with batched direct gets.
+// with batched direct gets. Corrupt headers are reported and left out.
 func (st *Store) List(ctx context.Context, fn func(Header) error) error {
 	bucket := st.headers.Bucket()
+	prefix := "$KV." + bucket + "."
 	latest := map[string][]byte{}
 	var order []string
 	err := archive.NewReader(st.js, "KV_"+bucket).Scan(ctx, "$KV."+bucket+".>", 1, 0, func(m *jetstream.RawStreamMsg) error {
@@ -219,9 +330,11 @@ func (st *Store) List(ctx context.Context, fn func(Header) error) error {
 		if !ok {
 			continue
 		}
-		var h Header
-		if err := json.Unmarshal(data, &h); err != nil {
-			return fmt.Errorf("decoding header %q: %w", subj, err)
+		tenant, sess, _ := strings.Cut(strings.TrimPrefix(subj, prefix), ".")
+		h, cerr := st.checkHeader(Key{Tenant: tenant, Session: sess}, data)
+		if cerr != nil {
+			st.rep.Report(cerr)
+			continue
 		}
 		if err := fn(h); err != nil {
 			return err

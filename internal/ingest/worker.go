@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentmem/agentmem/internal/archive"
 	"github.com/agentmem/agentmem/internal/deadletter"
+	"github.com/agentmem/agentmem/internal/integrity"
 	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/internal/session"
@@ -81,6 +82,10 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, log zerolog.Lo
 	if err != nil {
 		return nil, err
 	}
+	// Corrupt values (another tenant's, session's or user's, or undecodable) read as absent and
+	// are reported: logged and counted (package integrity).
+	rep := integrity.NewReporter(cfg.Metrics, log.With().Str("component", "ingest").Logger())
+	store, long = store.Instrument(rep), long.Instrument(rep)
 	w := &Worker{
 		long:    long,
 		cfg:     cfg,

@@ -17,10 +17,10 @@ import (
 func authCommand(out io.Writer) *ffcli.Command {
 	return &ffcli.Command{
 		Name:       "auth",
-		ShortUsage: "memctl auth <init|add|remove|list> --dir DIR [flags]",
+		ShortUsage: "memctl auth <init|add|remove|list|render> --dir DIR [flags]",
 		ShortHelp:  "create the credentials of tenants' agents and of the workers (NKeys) and the server's authorization",
 		Subcommands: []*ffcli.Command{
-			authInitCommand(out), authAddCommand(out), authRemoveCommand(out), authListCommand(out),
+			authInitCommand(out), authAddCommand(out), authRemoveCommand(out), authListCommand(out), authRenderCommand(out),
 		},
 		Exec: func(context.Context, []string) error { return flag.ErrHelp },
 	}
@@ -147,6 +147,33 @@ func authListCommand(out io.Writer) *ffcli.Command {
 			for _, u := range s.Users {
 				fmt.Fprintf(out, "%-28s %-8s %-16s %s\n", u.Name, u.Role, u.Tenant, u.NKey)
 			}
+			return nil
+		},
+	}
+}
+
+// authRenderCommand rewrites auth.conf from users.json: after an upgrade that changed the model
+// (the service account and one account per tenant).
+func authRenderCommand(out io.Writer) *ffcli.Command {
+	var dir string
+	fs := flag.NewFlagSet("memctl auth render", flag.ContinueOnError)
+	authFlags(fs, &dir)
+	return &ffcli.Command{
+		Name: "render", ShortUsage: "memctl auth render --dir DIR",
+		ShortHelp: "rewrite auth.conf from users.json (after upgrading agentmem); reload the server afterwards",
+		FlagSet:   fs,
+		Exec: func(context.Context, []string) error {
+			s, err := auth.Open(dir)
+			if err != nil {
+				return err
+			}
+			if len(s.Users) == 0 {
+				return fmt.Errorf("%s holds no credentials: run memctl auth init first", dir)
+			}
+			if err := s.Save(); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "wrote %s/auth.conf: %d credentials\n", dir, len(s.Users))
 			return nil
 		},
 	}

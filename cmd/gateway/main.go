@@ -35,6 +35,8 @@ func run(ctx context.Context, args []string) error {
 	readHeader := fs.Duration("read-header-timeout", gateway.DefaultReadHeaderTimeout, "time a client has to send a request's headers")
 	read := fs.Duration("read-timeout", gateway.DefaultReadTimeout, "time a client has to send a whole request, body included")
 	idle := fs.Duration("idle-timeout", gateway.DefaultIdleTimeout, "idle keep-alive connections are closed after this long")
+	mcpSessions := fs.Int("mcp-sessions", gateway.DefaultMCPSessions, "open MCP sessions kept for all tenants; when all are open a tenant closes its own oldest to open one, a tenant with none gets 503")
+	mcpPerTenant := fs.Int("mcp-sessions-per-tenant", gateway.DefaultMCPSessionsPerTenant, "open MCP sessions kept per tenant; beyond it a new one closes the tenant's own least recently used")
 	conn := settings.BindConn(fs)
 	healthAddr := settings.BindHealth(fs)
 	metricsAddr := settings.BindMetrics(fs)
@@ -49,7 +51,8 @@ func run(ctx context.Context, args []string) error {
 	}
 	settings.Dump(log, fs)
 	m := metrics.New()
-	cfg := gateway.Config{Metrics: m, MaxBodyBytes: *maxBody, Timeout: *timeout, ReadHeaderTimeout: *readHeader, ReadTimeout: *read, IdleTimeout: *idle}
+	cfg := gateway.Config{Metrics: m, MaxBodyBytes: *maxBody, Timeout: *timeout, ReadHeaderTimeout: *readHeader, ReadTimeout: *read, IdleTimeout: *idle,
+		MCPSessions: *mcpSessions, MCPSessionsPerTenant: *mcpPerTenant}
 	if *tokensFile != "" {
 		if cfg.Tokens, err = gateway.LoadTokens(*tokensFile); err != nil {
 			return fmt.Errorf("--tokens: %w", err)

@@ -27,6 +27,21 @@ type httpConfig struct {
 	Tokens        map[string]string // gateway bearer tokens → tenant (none: no authentication)
 	InspectorKey  string            // bearer token of the inspector's API ("" : none)
 	PressureRatio float64           // drawn on the inspector's gauge
+	// MCPSessions and MCPSessionsPerTenant bound the open MCP sessions (gateway.Config).
+	MCPSessions, MCPSessionsPerTenant int
+}
+
+// validate refuses, before anything starts, an inspector that would hand every tenant's memory
+// to whoever reaches a non-loopback --http without a token.
+func (c httpConfig) validate() error {
+	if c.Addr == "" {
+		return nil
+	}
+	if err := inspector.CheckExposure(c.Addr, c.InspectorKey); err != nil {
+		return fmt.Errorf("--inspector-token is required when --http listens on a non-loopback address (%s): "+
+			"the inspector shows every tenant's memory; set one, or bind --http to 127.0.0.1", c.Addr)
+	}
+	return nil
 }
 
 // serveHTTP starts memoryd's HTTP server in the background until ctx ends: the HTTP API and
@@ -40,11 +55,12 @@ func serveHTTP(ctx context.Context, cfg httpConfig, dm *daemon.Daemon, m *metric
 	if err != nil {
 		return err
 	}
-	gw, err := gateway.New(gateway.Config{Tokens: cfg.Tokens, Metrics: m}, dm.Conn(), js, cfg.Topology, log)
+	gw, err := gateway.New(gateway.Config{Tokens: cfg.Tokens, Metrics: m, MCPSessions: cfg.MCPSessions, MCPSessionsPerTenant: cfg.MCPSessionsPerTenant},
+		dm.Conn(), js, cfg.Topology, log)
 	if err != nil {
 		return err
 	}
-	ins, err := inspector.New(inspector.Config{Topology: cfg.Topology, Token: cfg.InspectorKey, PressureRatio: cfg.PressureRatio}, dm.Conn(), js, log)
+	ins, err := inspector.New(inspector.Config{Topology: cfg.Topology, Token: cfg.InspectorKey, Listen: cfg.Addr, PressureRatio: cfg.PressureRatio}, dm.Conn(), js, log)
 	if err != nil {
 		return err
 	}

@@ -115,3 +115,22 @@ func firstLine(s string) string {
 	}
 	return fmt.Sprintf("%.200s", s)
 }
+
+// TestHTTPRefusesAnUnprotectedInspector: memoryd does not start with --http on a non-loopback
+// address and no --inspector-token, and says which flag to set; on loopback it needs none.
+func TestHTTPRefusesAnUnprotectedInspector(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0", "203.0.113.7:8080"} {
+		t.Run(addr, func(t *testing.T) {
+			dir := t.TempDir()
+			err := run(context.Background(), []string{"--listen", freeAddr(t), "--data", filepath.Join(dir, "data"),
+				"--http", addr, "--log-level", "error"})
+			if err == nil || !strings.Contains(err.Error(), "--inspector-token is required when --http listens on a non-loopback address ("+addr+")") ||
+				!strings.Contains(err.Error(), "127.0.0.1") {
+				t.Fatalf("run with --http %s and no --inspector-token: %v", addr, err)
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+				t.Fatalf("memoryd started before refusing (%d entries in its data directory)", len(entries))
+			}
+		})
+	}
+}

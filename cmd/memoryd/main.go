@@ -51,7 +51,9 @@ func run(ctx context.Context, args []string) error {
 	tracer := settings.BindTracing(fs)
 	httpAddr := fs.String("http", "", "address of the HTTP server, e.g. 127.0.0.1:8080: the HTTP API and MCP under /v1/, the inspector under /inspector/, /metrics, /healthz, /readyz (empty: none)")
 	httpTokens := fs.String("http-tokens", "", `bearer tokens of the HTTP API, a JSON file {"token": "tenant", …} (empty: no authentication, the tenant is the URL's)`)
-	inspectorToken := fs.String("inspector-token", "", "bearer token the inspector's API requires (empty: none; keep --http on loopback then)")
+	inspectorToken := fs.String("inspector-token", "", "bearer token the inspector's API requires; required when --http is not a loopback address (empty: none, and then the inspector answers loopback callers only)")
+	mcpSessions := fs.Int("mcp-sessions", gateway.DefaultMCPSessions, "open MCP sessions kept on --http for all tenants; when all are open a tenant closes its own oldest to open one, a tenant with none gets 503")
+	mcpPerTenant := fs.Int("mcp-sessions-per-tenant", gateway.DefaultMCPSessionsPerTenant, "open MCP sessions kept on --http per tenant; beyond it a new one closes the tenant's own least recently used")
 	budget := settings.BindBudget(fs)
 	topo := settings.BindTopology(fs)
 	embedCfg := settings.BindEmbed(fs)
@@ -108,7 +110,11 @@ func run(ctx context.Context, args []string) error {
 		}
 		cfg.ClientOptions = append(cfg.ClientOptions, o)
 	}
-	hc := httpConfig{Addr: *httpAddr, Topology: cfg.Topology, InspectorKey: *inspectorToken, PressureRatio: cfg.Ingest.Budget.PressureRatio}
+	hc := httpConfig{Addr: *httpAddr, Topology: cfg.Topology, InspectorKey: *inspectorToken, PressureRatio: cfg.Ingest.Budget.PressureRatio,
+		MCPSessions: *mcpSessions, MCPSessionsPerTenant: *mcpPerTenant}
+	if err := hc.validate(); err != nil {
+		return err
+	}
 	if *httpTokens != "" {
 		if hc.Tokens, err = gateway.LoadTokens(*httpTokens); err != nil {
 			return fmt.Errorf("--http-tokens: %w", err)

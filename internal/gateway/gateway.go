@@ -70,9 +70,13 @@ type Config struct {
 	// URL's alone (a laptop, a test, a gateway behind an authenticating proxy).
 	Tokens map[string]string
 
-	// MCPServers bounds the MCP servers kept, one per tenant, user and session in use (1024);
-	// beyond it the least recently used is dropped with its MCP sessions.
-	MCPServers int
+	// MCPSessionsPerTenant bounds the open MCP sessions of one tenant (64): a tenant at the bound
+	// that opens one more closes its own least recently used session. MCPSessions bounds the open
+	// MCP sessions of all tenants (1024): when they are all open, a tenant that opens one more
+	// closes its own least recently used session, and a tenant with none open gets 503. No
+	// tenant's session is ever closed to make room for another tenant's.
+	MCPSessionsPerTenant int
+	MCPSessions          int
 	// Metrics records every request (route, method, status, duration); nil records nothing.
 	Metrics *metrics.Metrics
 
@@ -101,14 +105,18 @@ func (c Config) withDefaults() Config {
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = DefaultIdleTimeout
 	}
-	if c.MCPServers <= 0 {
-		c.MCPServers = DefaultMCPServers
+	if c.MCPSessions == 0 {
+		c.MCPSessions = DefaultMCPSessions
+	}
+	if c.MCPSessionsPerTenant == 0 {
+		c.MCPSessionsPerTenant = min(DefaultMCPSessionsPerTenant, c.MCPSessions)
 	}
 	return c
 }
 
-// Validate reports the first field that cannot work: a negative size or duration, an empty
-// token, or a token's tenant that is not a valid tenant token.
+// Validate reports the first field that cannot work: a negative size, duration or MCP session
+// limit, a per-tenant MCP session limit above the global one, an empty token, or a token's
+// tenant that is not a valid tenant token.
 func (c Config) Validate() error {
 	switch {
 	case c.MaxBodyBytes < 0:
@@ -117,6 +125,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("gateway: timeout %s must not be negative", c.Timeout)
 	case c.ReadHeaderTimeout < 0 || c.ReadTimeout < 0 || c.IdleTimeout < 0:
 		return errors.New("gateway: read header, read and idle timeouts must not be negative")
+	case c.MCPSessions < 0 || c.MCPSessionsPerTenant < 0:
+		return fmt.Errorf("gateway: MCP sessions %d and MCP sessions per tenant %d must not be negative", c.MCPSessions, c.MCPSessionsPerTenant)
+	case c.MCPSessionsPerTenant > c.MCPSessions:
+		return fmt.Errorf("gateway: MCP sessions per tenant %d must not exceed MCP sessions %d", c.MCPSessionsPerTenant, c.MCPSessions)
 	}
 	for token, tenant := range c.Tokens {
 		if token == "" {
@@ -166,7 +178,7 @@ func New(cfg Config, nc *nats.Conn, js jetstream.JetStream, topo events.Topology
 		tokens: make(map[[sha256.Size]byte]string, len(cfg.Tokens)),
 		mux:    http.NewServeMux(),
 	}
-	g.mcp.max = cfg.MCPServers
+	g.mcp.max, g.mcp.perTenant = cfg.MCPSessions, cfg.MCPSessionsPerTenant
 	// Tokens are looked up by their hash, so the lookup takes no time that depends on how much of
 	// a guessed token is right.
 	for token, tenant := range cfg.Tokens {

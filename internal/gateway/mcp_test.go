@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -108,4 +109,70 @@ func TestMCPOverTheGateway(t *testing.T) {
 			t.Errorf("%s with token %q: %d %s, want a %d problem", c.url, c.token, r.status, r.body, c.status)
 		}
 	}
+}
+
+// TestMCPSessionsIsolatedPerTenant: tenant a opens more MCP sessions than its own limit and than
+// the gateway's; tenant b's session, opened first, keeps working, a's excess closes a's own
+// least recently used sessions only, and tenant c, with no session to give up, is refused with
+// a 503 problem rather than close anyone's.
+func TestMCPSessionsIsolatedPerTenant(t *testing.T) {
+	const perTenant, global = 3, 4
+	e := start(t, gateway.Config{MCPSessionsPerTenant: perTenant, MCPSessions: global,
+		Tokens: map[string]string{"tok-a": "a", "tok-b": "b", "tok-c": "c"}})
+	url := func(tenant, user string) string {
+		return e.srv.URL + "/v1/tenants/" + tenant + "/users/" + user + "/sessions/s1/mcp"
+	}
+	b, err := mcpConnect(t, url("b", "bob"), "tok-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mcpCall[mcpserver.RememberOutput](t, b, "remember", map[string]any{"content": "Bob keeps bees in Ghent"})
+
+	var a []*mcp.ClientSession
+	for i := range 2 * global {
+		cs, err := mcpConnect(t, url("a", fmt.Sprintf("u%d", i)), "tok-a")
+		if err != nil {
+			t.Fatalf("tenant a's session %d: %v", i, err)
+		}
+		a = append(a, cs)
+	}
+	ctx := context.Background()
+	for i, cs := range a {
+		_, err := cs.ListTools(ctx, nil)
+		if open := i >= len(a)-perTenant; open != (err == nil) {
+			t.Errorf("tenant a's session %d: open %v, but ListTools: %v", i, open, err)
+		}
+	}
+
+	// b's session is untouched: a real call through it finds what it remembered.
+	got := mcpCall[mcpserver.RecallOutput](t, b, "recall", map[string]any{"query": "bees Ghent"})
+	if len(got.Entries) == 0 || !strings.Contains(got.Entries[0].Content, "bees") {
+		t.Fatalf("tenant b's recall after tenant a's sessions: %+v", got.Entries)
+	}
+
+	// The gateway is full (b's one and a's three): c has nothing of its own to give up.
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
+	r := e.do(t, request{method: "POST", path: strings.TrimPrefix(url("c", "carol"), e.srv.URL), body: init, header: map[string]string{
+		"Authorization": "Bearer tok-c", "Content-Type": "application/json", "Accept": "application/json, text/event-stream"}})
+	var p gateway.Problem
+	_ = json.Unmarshal(r.body, &p)
+	if r.status != http.StatusServiceUnavailable || !strings.HasPrefix(r.header.Get("Content-Type"), gateway.ContentTypeProblem) ||
+		r.header.Get("Retry-After") == "" || !strings.Contains(p.Detail, fmt.Sprintf("limit of %d MCP sessions", global)) {
+		t.Fatalf("tenant c in a full gateway: %d %q %s, want a 503 problem naming the limit", r.status, r.header.Get("Content-Type"), r.body)
+	}
+	if _, err := b.ListTools(ctx, nil); err != nil {
+		t.Fatalf("tenant b's session after tenant c's refusal: %v", err)
+	}
+	// a, at its own limit in a full gateway, still opens sessions: each closes a's oldest.
+	cs, err := mcpConnect(t, url("a", "late"), "tok-a")
+	if err != nil {
+		t.Fatalf("tenant a in a full gateway: %v", err)
+	}
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a[len(a)-perTenant].ListTools(ctx, nil); err == nil {
+		t.Error("tenant a's least recently used session is still open past its limit")
+	}
+	mcpCall[mcpserver.RecallOutput](t, b, "recall", map[string]any{"query": "bees"})
 }

@@ -50,17 +50,26 @@ func start(t testing.TB, cfg inspector.Config) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The inspector is told the listener's address, loopback, as memoryd tells it --http's.
+	srv := httptest.NewUnstartedServer(nil)
+	if cfg.Listen == "" {
+		cfg.Listen = srv.Listener.Addr().String()
+	}
 	ins, err := inspector.New(cfg, d.Conn(), js, zerolog.Nop())
 	if err != nil {
+		srv.Close()
 		_ = d.Stop()
 		t.Fatal(err)
 	}
 	nc, err := nats.Connect(d.URL())
 	if err != nil {
+		srv.Close()
 		_ = d.Stop()
 		t.Fatal(err)
 	}
-	e := &env{d: d, nc: nc, ins: ins, srv: httptest.NewServer(ins.Handler())}
+	srv.Config.Handler = ins.Handler()
+	srv.Start()
+	e := &env{d: d, nc: nc, ins: ins, srv: srv}
 	t.Cleanup(func() {
 		e.ins.Close()
 		e.srv.Close()

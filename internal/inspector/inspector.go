@@ -10,8 +10,9 @@
 // long-term, usage and event streams) and asks the retriever over NATS like any agent; it writes
 // nothing. It needs a connection that may read every stream and bucket: memoryd's own. When
 // authentication is on, that connection is the worker's or the admin's, so the HTTP endpoint
-// itself must be protected: it is bound to loopback by default, and Config.Token adds a bearer
-// token to every API call.
+// itself must be protected: Config.Token adds a bearer token to every API call, and without one
+// the inspector refuses to be served on anything but a loopback address (Config.Listen) and
+// answers loopback callers only.
 package inspector
 
 import (
@@ -52,7 +53,12 @@ type Config struct {
 	// Token, when set, is required as "Authorization: Bearer <token>" on every API call (the
 	// event stream also takes it as the access_token query parameter, since a browser's
 	// EventSource cannot set headers). The page itself holds no data and is served without it.
+	// Without a token, Listen must be a loopback address and the API answers loopback callers
+	// only (403 for any other remote address).
 	Token string
+	// Listen is the host:port of the HTTP server that serves the inspector. Without a Token it
+	// must be loopback (127.0.0.0/8, ::1, "localhost"); see CheckExposure.
+	Listen string
 	// PressureRatio is the fraction of a session's budget at which ingest raises pressure, drawn
 	// on the gauge (default memory.DefaultBudget().PressureRatio, 0.8). Pass ingest's own.
 	PressureRatio float64
@@ -73,11 +79,15 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate names the first bad field: the topology, a tenant of the allow-list that is not a
-// valid token, or a pressure ratio outside (0, 1].
+// Validate names the first bad field: the topology, no Token with a Listen that is not loopback
+// (wrapping ErrTokenRequired), a tenant of the allow-list that is not a valid token, or a
+// pressure ratio outside (0, 1].
 func (c Config) Validate() error {
 	if err := c.Topology.Validate(); err != nil {
 		return fmt.Errorf("inspector: %w", err)
+	}
+	if err := CheckExposure(c.Listen, c.Token); err != nil {
+		return err
 	}
 	for _, t := range c.Tenants {
 		if err := events.ValidateToken("tenant", t); err != nil {
@@ -107,7 +117,8 @@ type Inspector struct {
 
 // New binds the inspector to the session, long-term and usage buckets of cfg.Topology, which
 // must exist (events.Topology.Ensure, done by memoryd at start-up). It fails on an invalid
-// Config or a missing bucket.
+// Config (no Token on a Listen that is not loopback: ErrTokenRequired) or a missing bucket. It
+// logs whether the API requires the token or answers loopback callers only.
 func New(cfg Config, nc *nats.Conn, js jetstream.JetStream, log zerolog.Logger) (*Inspector, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -140,6 +151,11 @@ func New(cfg Config, nc *nats.Conn, js jetstream.JetStream, log zerolog.Logger) 
 		for _, t := range cfg.Tenants {
 			i.allowed[t] = true
 		}
+	}
+	if cfg.Token != "" {
+		i.log.Info().Str("listen", cfg.Listen).Str("mode", "token").Msg("inspector API requires the bearer token")
+	} else {
+		i.log.Warn().Str("listen", cfg.Listen).Str("mode", "loopback-only").Msg("inspector API has no token: it answers loopback callers only")
 	}
 	return i, nil
 }
@@ -200,10 +216,11 @@ func securityHeaders(next http.Handler) http.Handler {
 	})
 }
 
-// authorize requires Config.Token, when set, on every API call.
+// authorize requires Config.Token, when set, on every API call; without one it lets loopback
+// callers only through.
 func (i *Inspector) authorize(next http.Handler) http.Handler {
 	if i.cfg.Token == "" {
-		return next
+		return i.loopbackOnly(next)
 	}
 	want := []byte(i.cfg.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -274,6 +291,11 @@ func writeError(w http.ResponseWriter, code int, field, msg string) {
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	writeJSONBody(w, code, v)
+}
+
+// writeJSONBody writes v as JSON with the Content-Type already set.
+func writeJSONBody(w http.ResponseWriter, code int, v any) {
 	w.WriteHeader(code)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)

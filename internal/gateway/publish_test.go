@@ -125,6 +125,7 @@ func TestPublishRejectsInvalidEvents(t *testing.T) {
 		{"no subject", turn(func(h map[string]string) { delete(h, "ce-subject") }), 400, "subject"},
 		{"bad subject", turn(func(h map[string]string) { h["ce-subject"] = "a.b" }), 400, "subject"},
 		{"no id", turn(func(h map[string]string) { delete(h, "ce-id") }), 400, "ce-id"},
+		{"reserved id", turn(func(h map[string]string) { h["ce-id"] = events.ReservedIDPrefix + "7" }), 400, "id"},
 		{"no specversion", turn(func(h map[string]string) { delete(h, "ce-specversion") }), 400, "ce-specversion"},
 		{"bad time", turn(func(h map[string]string) { h["ce-time"] = "yesterday" }), 400, "ce-time"},
 		{"bad percent-encoding", turn(func(h map[string]string) { h["ce-source"] = "agent/%zz" }), 400, "ce-source"},

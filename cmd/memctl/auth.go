@@ -17,10 +17,10 @@ import (
 func authCommand(out io.Writer) *ffcli.Command {
 	return &ffcli.Command{
 		Name:       "auth",
-		ShortUsage: "memctl auth <init|add|remove|list|render> --dir DIR [flags]",
+		ShortUsage: "memctl auth <init|add|remove|list> --dir DIR [flags]",
 		ShortHelp:  "create the credentials of tenants' agents and of the workers (NKeys) and the server's authorization",
 		Subcommands: []*ffcli.Command{
-			authInitCommand(out), authAddCommand(out), authRemoveCommand(out), authListCommand(out), authRenderCommand(out),
+			authInitCommand(out), authAddCommand(out), authRemoveCommand(out), authListCommand(out),
 		},
 		Exec: func(context.Context, []string) error { return flag.ErrHelp },
 	}
@@ -64,8 +64,8 @@ func authInitCommand(out io.Writer) *ffcli.Command {
 			if err := os.WriteFile(filepath.Join(dir, "server.conf"), []byte(conf), 0o600); err != nil {
 				return err
 			}
-			fmt.Fprintf(out, "wrote %s/server.conf, auth.conf and creds/{worker,operator,admin}.nk\n", dir)
-			fmt.Fprintf(out, "run: memoryd --nats-config %s/server.conf --nkey %s/creds/worker.nk\n", dir, dir)
+			fmt.Fprintf(out, "wrote %s/server.conf, auth.conf, keys.json and creds/{worker,operator,admin}.creds\n", dir)
+			fmt.Fprintf(out, "run: memoryd --nats-config %s/server.conf --creds %s\n", dir, s.CredsFile("worker"))
 			return nil
 		},
 	}
@@ -101,9 +101,9 @@ func authAddCommand(out io.Writer) *ffcli.Command {
 			if u.Tenant != "" {
 				fmt.Fprintf(out, " of tenant %s", u.Tenant)
 			}
-			fmt.Fprintf(out, "): seed %s\n", s.SeedFile(u.Name))
+			fmt.Fprintf(out, "): credentials %s\n", s.CredsFile(u.Name))
 			if u.Role == auth.RoleAgent {
-				fmt.Fprintf(out, "its agents connect with the seed; they are users of account %s, which sees only tenant %s's subjects\n", auth.AccountName(u.Tenant), u.Tenant)
+				fmt.Fprintf(out, "its agents connect with that file (--creds, nats.UserCredentials); they are users of account %s, which sees only tenant %s's subjects\n", auth.AccountName(u.Tenant), u.Tenant)
 			}
 			return nil
 		},
@@ -147,33 +147,9 @@ func authListCommand(out io.Writer) *ffcli.Command {
 			for _, u := range s.Users {
 				fmt.Fprintf(out, "%-28s %-8s %-16s %s\n", u.Name, u.Role, u.Tenant, u.NKey)
 			}
-			return nil
-		},
-	}
-}
-
-// authRenderCommand rewrites auth.conf from users.json: after an upgrade that changed the model
-// (the service account and one account per tenant).
-func authRenderCommand(out io.Writer) *ffcli.Command {
-	var dir string
-	fs := flag.NewFlagSet("memctl auth render", flag.ContinueOnError)
-	authFlags(fs, &dir)
-	return &ffcli.Command{
-		Name: "render", ShortUsage: "memctl auth render --dir DIR",
-		ShortHelp: "rewrite auth.conf from users.json (after upgrading agentmem); reload the server afterwards",
-		FlagSet:   fs,
-		Exec: func(context.Context, []string) error {
-			s, err := auth.Open(dir)
-			if err != nil {
-				return err
+			if key, ok := s.AccountKey(auth.ServiceAccount); ok {
+				fmt.Fprintf(out, "service account %s: %s (JetStream data under <data>/jetstream/%s)\n", auth.ServiceAccount, key, key)
 			}
-			if len(s.Users) == 0 {
-				return fmt.Errorf("%s holds no credentials: run memctl auth init first", dir)
-			}
-			if err := s.Save(); err != nil {
-				return err
-			}
-			fmt.Fprintf(out, "wrote %s/auth.conf: %d credentials\n", dir, len(s.Users))
 			return nil
 		},
 	}

@@ -38,7 +38,8 @@ func run(ctx context.Context, args []string) error {
 	listen := fs.String("listen", "127.0.0.1:4222", "address the embedded NATS server listens on")
 	data := fs.String("data", "./data", "JetStream storage directory")
 	natsConfig := fs.String("nats-config", "", "nats-server configuration file (authorization, TLS); SIGHUP reloads it")
-	nkey := fs.String("nkey", "", "NKey seed file of memoryd's own (worker) credential, when the configuration requires one")
+	creds := fs.String("creds", "", "credentials file of memoryd's own (worker) user, when the configuration requires one (memctl auth writes it)")
+	nkey := fs.String("nkey", "", "NKey seed file of memoryd's own credential, for a hand-written configuration with NKey users")
 	maxPayload := fs.Int("max-payload", 0, "largest message the server accepts in bytes (0: NATS default, 1 MiB)")
 	summaryTokens := fs.Int("summary-tokens", 2000, "token cap a compression range is accounted at")
 	maxContent := fs.Int("max-content-bytes", 256<<10, "largest turn content accepted")
@@ -102,6 +103,9 @@ func run(ctx context.Context, args []string) error {
 		LLM:      *llmCfg,
 		Metrics:  m,
 		Tracer:   tp,
+	}
+	if *creds != "" {
+		cfg.ClientOptions = append(cfg.ClientOptions, nats.UserCredentials(*creds))
 	}
 	if *nkey != "" {
 		o, err := nats.NkeyOptionFromSeed(*nkey)

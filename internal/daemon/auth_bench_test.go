@@ -109,12 +109,12 @@ func BenchmarkTenancyCost(b *testing.B) {
 		_ = open.Stop()
 
 		s := startSecuredB(b)
-		admin, _ := nats.NkeyOptionFromSeed(s.store.SeedFile("admin"))
+		admin := nats.UserCredentials(s.store.CredsFile("admin"))
 		oneAccount := measureTenancy(b, s.url, "memory.intake.a", admin)
 		_ = s.d.Stop()
 
 		s = startSecuredB(b)
-		key, _ := nats.NkeyOptionFromSeed(s.store.SeedFile("agent-a"))
+		key := nats.UserCredentials(s.store.CredsFile("agent-a"))
 		accounts := measureTenancy(b, s.url, "memory.turns.a", key)
 		_ = s.d.Stop()
 

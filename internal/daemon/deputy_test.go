@@ -43,10 +43,7 @@ type snapshot map[string]uint64
 
 func (s *secured) admin(t *testing.T) jetstream.JetStream {
 	t.Helper()
-	key, err := nats.NkeyOptionFromSeed(s.store.SeedFile("admin"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := nats.UserCredentials(s.store.CredsFile("admin"))
 	nc, err := nats.Connect(s.url, key)
 	if err != nil {
 		t.Fatal(err)

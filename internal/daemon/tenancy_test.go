@@ -62,10 +62,7 @@ func startSecuredWith(t testing.TB, lim *limits.Limiter) *secured {
 	if err := os.WriteFile(conf, []byte(auth.ServerConfig("auth.conf", "", "", "")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	worker, err := nats.NkeyOptionFromSeed(store.SeedFile("worker"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	worker := nats.UserCredentials(store.CredsFile("worker"))
 	d, err := daemon.Start(context.Background(), daemon.Config{
 		Broker:        broker.Config{Listen: freePort(t), DataDir: t.TempDir(), ConfigFile: conf},
 		Ingest:        ingest.Config{IdleTimeout: -1, Limits: lim},
@@ -109,11 +106,8 @@ func (v *violations) saw(t *testing.T, what, subject string) {
 func (s *secured) agent(t *testing.T, tenant string) (*nats.Conn, *client.Client, *violations) {
 	t.Helper()
 	v := &violations{}
-	key, err := nats.NkeyOptionFromSeed(s.store.SeedFile("agent-" + tenant))
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc, err := nats.Connect(s.url, key, nats.CustomInboxPrefix(auth.InboxPrefix(tenant)), nats.ErrorHandler(v.handler))
+	key := nats.UserCredentials(s.store.CredsFile("agent-" + tenant))
+	nc, err := nats.Connect(s.url, key, nats.ErrorHandler(v.handler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +235,7 @@ func TestForgedTenantInPayloadIsRejected(t *testing.T) {
 		t.Fatalf("a retrieve naming tenant b: %s %s", rep.Header, rep.Data)
 	}
 	// The dead letter says why (read by the admin).
-	admin, _ := nats.NkeyOptionFromSeed(s.store.SeedFile("admin"))
+	admin := nats.UserCredentials(s.store.CredsFile("admin"))
 	nc, err := nats.Connect(s.url, admin)
 	if err != nil {
 		t.Fatal(err)
@@ -307,12 +301,11 @@ func TestForgedMsgIDCannotSuppressAnotherTenantsTurn(t *testing.T) {
 
 func TestRevokedCredentialIsRefused(t *testing.T) {
 	s := startSecured(t, nil)
-	seed := s.store.SeedFile("agent-b")
-	data, err := os.ReadFile(seed)
+	data, err := os.ReadFile(s.store.CredsFile("agent-b"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	kept := filepath.Join(t.TempDir(), "b.nk")
+	kept := filepath.Join(t.TempDir(), "b.creds")
 	if err := os.WriteFile(kept, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -322,8 +315,7 @@ func TestRevokedCredentialIsRefused(t *testing.T) {
 	if err := s.d.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	key, _ := nats.NkeyOptionFromSeed(kept)
-	if nc, err := nats.Connect(s.url, key); err == nil {
+	if nc, err := nats.Connect(s.url, nats.UserCredentials(kept)); err == nil {
 		nc.Close()
 		t.Fatal("a revoked credential connected")
 	}
@@ -387,6 +379,36 @@ func TestTenantLimits(t *testing.T) {
 	for range 10 {
 		if _, err := clB.Retrieve(ctx, events.RetrieveRequest{Query: "x", Session: "lb"}); err != nil {
 			t.Fatalf("b was limited by a's rate: %v", err)
+		}
+	}
+}
+
+// A tenant added while the server runs (memctl auth add, then a reload) is served at once, and
+// the reload leaves the tenants already served alone.
+func TestTenantAddedAtRuntime(t *testing.T) {
+	s := startSecured(t, nil)
+	_, clB, _ := s.agent(t, "b")
+	ctx := context.Background()
+	if _, err := clB.Publish(ctx, client.Turn{Session: "sb", User: "bob", Role: "user", Content: "before the reload"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.store.Add("agent-c", auth.RoleAgent, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.d.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	for _, who := range []string{"b", "c"} {
+		cl := clB
+		if who == "c" {
+			_, cl, _ = s.agent(t, "c")
+		}
+		ack, err := cl.Publish(ctx, client.Turn{Session: "s" + who, User: "bob", Role: "user", Content: "my favourite tea is oolong"})
+		if err != nil {
+			t.Fatalf("%s's turn right after the reload: %v", who, err)
+		}
+		if _, err := cl.Retrieve(ctx, events.RetrieveRequest{Query: "tea", Session: "s" + who, After: ack.ID, WaitMS: 5000}); err != nil {
+			t.Fatalf("%s's retrieve right after the reload: %v", who, err)
 		}
 	}
 }

@@ -60,6 +60,9 @@ type Record struct {
 	Reason string
 	// Class is the reason's class, one of the Class constants, for the metrics.
 	Class string
+	// Key, when set and the message has no stream sequence, deduplicates the record instead
+	// (several processes refusing the same message write one record).
+	Key string
 }
 
 // Reason classes: the short, bounded label a dead letter is counted under in the metrics (its
@@ -108,6 +111,8 @@ func (w *Writer) Write(ctx context.Context, r Record) error {
 	msg.Header.Set("Agentmem-Reason", headerValue(r.Reason, 512))
 	if dl.Stream != "" && dl.StreamSeq != 0 {
 		msg.Header.Set(events.HeaderMsgID, "dlq."+dl.Stream+"."+strconv.FormatUint(dl.StreamSeq, 10))
+	} else if r.Key != "" {
+		msg.Header.Set(events.HeaderMsgID, "dlq.key."+r.Key)
 	}
 	ack, err := w.js.PublishMsg(ctx, msg)
 	if err != nil {

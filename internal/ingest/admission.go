@@ -8,14 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/agentmem/agentmem/internal/auth"
 	"github.com/agentmem/agentmem/internal/deadletter"
 	"github.com/agentmem/agentmem/internal/reply"
 	"github.com/agentmem/agentmem/pkg/events"
@@ -150,13 +148,6 @@ func (a *admission) admit(m *nats.Msg) {
 			return
 		}
 	}
-	if acc := requestAccount(m.Header); acc != "" && acc != auth.AccountName(tenant) {
-		// A misconfigured import: an account that is not tenant's reached tenant's intake.
-		a.w.cfg.Metrics.Admission(admitRefused)
-		a.w.log.Warn().Str("subject", m.Subject).Str("account", acc).Msg("turn from another tenant's account refused: check the server's imports")
-		a.respondError(m.Reply, 403, fmt.Sprintf("account %q may not publish turns of tenant %q", acc, tenant))
-		return
-	}
 	subject, _ := events.TurnSubject(tenant, session)
 	id, hasID := events.EventID(m)
 	if hasID {
@@ -222,7 +213,7 @@ func (a *admission) reject(m *nats.Msg, tenant, session, reason, class string) {
 	a.w.cfg.Metrics.Admission(admitRejected)
 	a.respondError(m.Reply, 400, reason)
 	rec := deadletter.Record{Msg: m, Subject: "memory.turns." + tenant + "." + session, Tenant: tenant, Session: session,
-		Consumer: "admission", Reason: reason, Class: class}
+		Consumer: "admission", Reason: reason, Class: class, Key: "admission." + contentHash(m)}
 	a.dlq <- struct{}{}
 	a.wg.Add(1)
 	go func() {
@@ -250,22 +241,6 @@ func (a *admission) respondError(to string, code int, desc string) {
 		return
 	}
 	a.respond(to, pubAckReply{Error: &apiError{Code: code, ErrorCode: 10000 + uint16(code), Description: desc}})
-}
-
-// requestAccount is the requesting account the server names in Nats-Request-Info when a
-// request crossed an import ("" when it did not).
-func requestAccount(h nats.Header) string {
-	v := h.Get("Nats-Request-Info")
-	if v == "" {
-		return ""
-	}
-	var info struct {
-		Account string `json:"acc"`
-	}
-	if json.Unmarshal([]byte(v), &info) != nil {
-		return ""
-	}
-	return strings.TrimSpace(info.Account)
 }
 
 // contentHash is a hex SHA-256 of a message's headers (sorted) and body.

@@ -217,4 +217,3 @@ func (m *membership) leave() {
 		m.w.log.Debug().Err(err).Msg("leaving")
 	}
 }
-

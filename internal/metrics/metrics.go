@@ -127,7 +127,7 @@ func New() *Metrics {
 
 	m.kvCorrupt = f.counterVec("kv_corrupt_total", "Values read from a KV bucket that do not belong to their key (another tenant's, session's or user's, or not decodable) and were treated as absent, by bucket and reason (undecodable, tenant, session, user, id, chain).", "bucket", "reason")
 	m.refused = f.counterVec("requests_refused_total", "Requests and turns a service neither served nor answered because their reply subject is not an inbox of the requesting tenant (package reply), by service.", "service")
-	m.admitted = f.counterVec("admission_total", "Turns received on the intake (tenancy on) by outcome: stored, rejected (bad id, dead-lettered), refused (reply subject or account), failed (not stored; the agent retries).", "outcome")
+	m.admitted = f.counterVec("admission_total", "Turns received on the intake (tenancy on) by outcome: stored, rejected (bad id, dead-lettered), refused (reply subject), failed (not stored; the agent retries).", "outcome")
 
 	reg.MustRegister(
 		GaugeFunc("sessions_open", "Sessions with turns and no end on the partitions this process' ingest workers own.",

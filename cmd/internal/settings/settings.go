@@ -188,10 +188,10 @@ type Conn struct {
 func BindConn(fs *flag.FlagSet) *Conn {
 	c := &Conn{}
 	fs.StringVar(&c.URL, "nats", nats.DefaultURL, "NATS server URL")
-	fs.StringVar(&c.Creds, "creds", "", "NATS credentials file")
+	fs.StringVar(&c.Creds, "creds", "", "NATS credentials file (user JWT and seed: what memctl auth writes)")
 	fs.StringVar(&c.User, "nats-user", "", "NATS user name")
 	fs.StringVar(&c.Password, "nats-password", "", "NATS password")
-	fs.StringVar(&c.NKey, "nkey", "", "NKey seed file of this credential (memctl auth writes them)")
+	fs.StringVar(&c.NKey, "nkey", "", "NKey seed file of this credential (a hand-written configuration with NKey users; memctl auth writes .creds files for --creds)")
 	fs.StringVar(&c.InboxPrefix, "inbox-prefix", "", "reply inbox prefix (optional: agents of each tenant have an account of their own, so the default _INBOX works)")
 	fs.StringVar(&c.CAFile, "tls-ca", "", "CA certificate file to verify the server's TLS certificate")
 	return c

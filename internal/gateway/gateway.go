@@ -39,6 +39,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/agentmem/agentmem/internal/integrity"
 	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/internal/session"
@@ -364,14 +365,14 @@ func (g *Gateway) stores(ctx context.Context) (*session.Store, *longterm.Store, 
 		if err != nil {
 			return nil, nil, err
 		}
-		g.sessions = st
+		g.sessions = st.Instrument(integrity.NewReporter(g.cfg.Metrics, g.log))
 	}
 	if g.long == nil {
 		lt, err := longterm.Open(ctx, g.js, g.topo)
 		if err != nil {
 			return nil, nil, err
 		}
-		g.long = lt
+		g.long = lt.Instrument(integrity.NewReporter(g.cfg.Metrics, g.log))
 	}
 	return g.sessions, g.long, nil
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/agentmem/agentmem/internal/integrity"
 	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/internal/usage"
@@ -141,8 +142,10 @@ func New(cfg Config, nc *nats.Conn, js jetstream.JetStream, log zerolog.Logger) 
 	if err != nil {
 		return nil, fmt.Errorf("inspector: %w", err)
 	}
+	// Corrupt values read as absent and are logged (package integrity).
+	rep := integrity.NewReporter(nil, log.With().Str("component", "inspector").Logger())
 	i := &Inspector{
-		cfg: cfg, nc: nc, js: js, sessions: ss, longterm: lt, usage: us,
+		cfg: cfg, nc: nc, js: js, sessions: ss.Instrument(rep), longterm: lt.Instrument(rep), usage: us.Instrument(rep),
 		log:    log.With().Str("component", "inspector").Logger(),
 		closed: make(chan struct{}),
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/agentmem/agentmem/internal/integrity"
 	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/pkg/client"
 	"github.com/agentmem/agentmem/pkg/events"
@@ -190,7 +191,7 @@ func (s *Server) longTerm(ctx context.Context) (*longterm.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.store = st
+	s.store = st.Instrument(integrity.NewReporter(nil, s.log.With().Str("component", "mcp").Logger()))
 	return st, nil
 }
 

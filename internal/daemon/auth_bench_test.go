@@ -32,7 +32,7 @@ type tenancyCost struct {
 // reached from inside the service account, memory.intake) and measures throughput to applied,
 // publish latency and retrieve latency.
 func measureTenancy(b *testing.B, url, root string, opts ...nats.Option) tenancyCost {
-	const turns, pubs, queries = 5000, 500, 300
+	const turns, pubs, queries = 20000, 1000, 500
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		b.Fatal(err)

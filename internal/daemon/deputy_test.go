@@ -156,25 +156,18 @@ func checkBUnchanged(t *testing.T, s *secured, js jetstream.JetStream, before sn
 	}
 }
 
-func TestRetrieveAndForgetAnswerOnlyTheRequester(t *testing.T) {
+// deputyAttack sets up b's memory, lets a's agent send whatever attack sends with each of the
+// deputy targets as its reply subject, waits until a's messages are handled, and checks that b's
+// memory is unchanged.
+func deputyAttack(t *testing.T, attack func(ncA *nats.Conn, to string, i int)) {
+	t.Helper()
 	s := startSecured(t, nil)
 	js := s.admin(t)
 	ncA, clA, _ := s.agent(t, "a")
 	clB, bTurn, heard := bMemory(t, s)
 	before := snapshotOf(t, js, "b")
-
-	for _, to := range deputyTargets {
-		for _, req := range []struct{ subject, body string }{
-			{"memory.retrieve.a", `{"query":"anything","session":"sa","user":"alice"}`},
-			// A well-formed request that fails (404-like: unknown user) and one that is bad (400).
-			{"memory.retrieve.a", `{"query":""}`},
-			{"memory.forget.a", `{"user":"alice"}`},
-			{"memory.forget.a", `{"user":"no such user!"}`},
-		} {
-			if err := ncA.PublishRequest(req.subject, to, []byte(req.body)); err != nil {
-				t.Fatal(err)
-			}
-		}
+	for i, to := range deputyTargets {
+		attack(ncA, to, i)
 	}
 	if err := ncA.Flush(); err != nil {
 		t.Fatal(err)
@@ -183,38 +176,41 @@ func TestRetrieveAndForgetAnswerOnlyTheRequester(t *testing.T) {
 	checkBUnchanged(t, s, js, before, clB, bTurn, heard)
 }
 
-func TestPubAckGoesOnlyToTheRequester(t *testing.T) {
-	s := startSecured(t, nil)
-	js := s.admin(t)
-	ncA, clA, _ := s.agent(t, "a")
-	clB, bTurn, heard := bMemory(t, s)
-	before := snapshotOf(t, js, "b")
+func publish(t *testing.T, nc *nats.Conn, m *nats.Msg) {
+	t.Helper()
+	if err := nc.PublishMsg(m); err != nil {
+		t.Fatal(err)
+	}
+}
 
-	for i, to := range deputyTargets {
+func TestRetrieveAndForgetAnswerOnlyTheRequester(t *testing.T) {
+	deputyAttack(t, func(ncA *nats.Conn, to string, _ int) {
+		for _, req := range []struct{ subject, body string }{
+			{"memory.retrieve.a", `{"query":"anything","session":"sa","user":"alice"}`},
+			// A well-formed request that fails (404-like: unknown user) and one that is bad (400).
+			{"memory.retrieve.a", `{"query":""}`},
+			// A user a has none of: the forget itself changes nothing, only its answer matters.
+			{"memory.forget.a", `{"user":"ghost"}`},
+			{"memory.forget.a", `{"user":"no such user!"}`},
+		} {
+			publish(t, ncA, &nats.Msg{Subject: req.subject, Reply: to, Data: []byte(req.body)})
+		}
+	})
+}
+
+func TestPubAckGoesOnlyToTheRequester(t *testing.T) {
+	deputyAttack(t, func(ncA *nats.Conn, to string, i int) {
 		ev, _ := events.NewEvent(fmt.Sprintf("deputy-%d", i), events.TypeTurn, "agent", time.Now(), events.Turn{Role: "user", Content: "hello", User: "alice"})
 		m, _ := events.BinaryMsg("memory.turns.a.sa", ev)
 		m.Reply = to
-		if err := ncA.PublishMsg(m); err != nil {
-			t.Fatal(err)
-		}
+		publish(t, ncA, m)
 		// A bad turn (its answer is an error) and a turn refused for its id.
-		bad := nats.NewMsg("memory.turns.a.sa")
-		bad.Reply, bad.Data = to, []byte("not a cloudevent")
-		if err := ncA.PublishMsg(bad); err != nil {
-			t.Fatal(err)
-		}
+		publish(t, ncA, &nats.Msg{Subject: "memory.turns.a.sa", Reply: to, Data: []byte("not a cloudevent")})
 		ev, _ = events.NewEvent(events.ReservedIDPrefix+"1", events.TypeSessionEnded, "agent", time.Now(), events.SessionEnded{User: "alice"})
 		m, _ = events.BinaryMsg("memory.turns.a.sa", ev)
 		m.Reply = to
-		if err := ncA.PublishMsg(m); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := ncA.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	settle(t, clA)
-	checkBUnchanged(t, s, js, before, clB, bTurn, heard)
+		publish(t, ncA, m)
+	})
 }
 
 // JetStream's Nats-Expected-* headers would answer questions about any subject of the stream
@@ -323,4 +319,32 @@ func TestUnanswerableRequestsSpendNoBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	burst("b", clB)
+}
+
+// The services answer only inboxes even to a client of the service account (or to anyone with
+// authentication off), whose reply subject no import rewrites.
+func TestServicesAnswerOnlyInboxes(t *testing.T) {
+	s := startSecured(t, nil)
+	js := s.admin(t)
+	adm, err := nats.Connect(s.url, nats.UserCredentials(s.store.CredsFile("admin")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	_, clA, _ := s.agent(t, "a")
+	clB, bTurn, heard := bMemory(t, s)
+	before := snapshotOf(t, js, "b")
+	for _, to := range deputyTargets {
+		if strings.HasPrefix(to, "$JS.") {
+			continue // the admin may purge streams itself; the point is what a service publishes
+		}
+		publish(t, adm, &nats.Msg{Subject: "memory.retrieve.a", Reply: to, Data: []byte(`{"query":"anything","session":"sa"}`)})
+		publish(t, adm, &nats.Msg{Subject: "memory.forget.a", Reply: to, Data: []byte(`{"user":"ghost"}`)})
+		publish(t, adm, &nats.Msg{Subject: "memory.intake.a.sa", Reply: to, Data: []byte(`not a cloudevent`)})
+	}
+	if err := adm.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, clA)
+	checkBUnchanged(t, s, js, before, clB, bTurn, heard)
 }

@@ -389,7 +389,14 @@ func TestTenantAddedAtRuntime(t *testing.T) {
 	s := startSecured(t, nil)
 	_, clB, _ := s.agent(t, "b")
 	ctx := context.Background()
-	if _, err := clB.Publish(ctx, client.Turn{Session: "sb", User: "bob", Role: "user", Content: "before the reload"}); err != nil {
+	first, err := clB.Publish(ctx, client.Turn{Session: "sb", User: "bob", Role: "user", Content: "before the reload"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Reload when b's turn is applied: nats-server v2.15.3 reads its options without the lock
+	// while it answers a direct get (stream.go, getDirectRequest), a race the detector reports
+	// if ingest reads the stream during the reload.
+	if _, err := clB.Retrieve(ctx, events.RetrieveRequest{Query: "reload", Session: "sb", After: first.ID, WaitMS: 5000}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.store.Add("agent-c", auth.RoleAgent, "c"); err != nil {

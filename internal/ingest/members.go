@@ -1,12 +1,12 @@
 package ingest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,10 +20,10 @@ import (
 //
 // Any number of ingest processes may run. Each registers as a member in a KV bucket whose keys
 // expire (the member's heartbeat refreshes its key every MemberTTL/3), and every member assigns
-// the partitions to the live members with rendezvous hashing: partition p goes to the member with
-// the highest hash(member, p). Every member computes the same assignment from the same member
-// list, a new member takes over about 1/N of the partitions, and when a member dies its key
-// expires and the others take over its partitions.
+// the partitions to the live members with rendezvous hashing with bounded load (assignment):
+// every member owns partitions/N rounded down or up, every member computes the same assignment
+// from the same member list, a new member takes over its share (and balancing moves at most about
+// as many again), and when a member dies its key expires and the others take over its partitions.
 //
 // The assignment says who should consume; the server makes sure only one does: the partition
 // consumers use a priority group with the pinned-client policy, so JetStream delivers a
@@ -35,26 +35,75 @@ import (
 // membersBucket holds one key per live ingest member: "<member id>".
 func membersBucket(t events.Topology) string { return t.Prefix + "_INGEST_MEMBERS" }
 
-// hrw is the rendezvous weight of member for partition p.
+// hrw is the rendezvous weight of member for partition p: FNV-1a of the member name, mixed with
+// the partition number through the SplitMix64 finaliser. (FNV-1a of name and number alone ranks
+// members the same way for every partition whose number has the same last digit, so two members
+// could own 0 and 16 partitions.)
 func hrw(member string, p int) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(member))
-	h.Write([]byte{0})
-	h.Write([]byte(strconv.Itoa(p)))
-	return h.Sum64()
+	x := h.Sum64() ^ (uint64(p)+1)*0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// assignment gives each of n partitions to a member: rendezvous hashing with bounded load. All
+// (member, partition) pairs are taken by weight, highest first, and a pair's member gets its
+// partition when the partition is still free and the member has room: fewer than n/len(members)
+// partitions, or exactly that many while fewer than n%len(members) members hold one more. Every
+// member owns n/len(members) rounded down or up, every member computes the same assignment from
+// the same member list (in any order), and a member joining or leaving moves about its share.
+func assignment(members []string, n int) []string {
+	if len(members) == 0 {
+		return nil
+	}
+	type pair struct {
+		w      uint64
+		member string
+		p      int
+	}
+	pairs := make([]pair, 0, len(members)*n)
+	for _, m := range members {
+		for p := range n {
+			pairs = append(pairs, pair{hrw(m, p), m, p})
+		}
+	}
+	slices.SortFunc(pairs, func(a, b pair) int {
+		if c := cmp.Compare(b.w, a.w); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.member, b.member); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.p, b.p)
+	})
+	base, extra := n/len(members), n%len(members)
+	owned := make(map[string]int, len(members))
+	full := 0 // members holding base+1
+	out := make([]string, n)
+	left := n
+	for _, pr := range pairs {
+		if left == 0 {
+			break
+		}
+		if c := owned[pr.member]; out[pr.p] != "" || c > base || (c == base && full >= extra) {
+			continue
+		}
+		out[pr.p] = pr.member
+		left--
+		if owned[pr.member]++; owned[pr.member] == base+1 {
+			full++
+		}
+	}
+	return out
 }
 
 // assign returns the partitions (out of n) that member owns among members.
 func assign(member string, members []string, n int) []int {
 	var out []int
-	for p := range n {
-		best, bestW := "", uint64(0)
-		for _, m := range members {
-			if w := hrw(m, p); best == "" || w > bestW || (w == bestW && m < best) {
-				best, bestW = m, w
-			}
-		}
-		if best == member {
+	for p, m := range assignment(members, n) {
+		if m == member {
 			out = append(out, p)
 		}
 	}

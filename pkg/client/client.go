@@ -33,6 +33,12 @@ type Options struct {
 	Source string
 	// Timeout bounds each call whose context has no deadline (5s).
 	Timeout time.Duration
+	// PublishRetry is how long Publish and EndSession keep trying a publish that failed for a
+	// passing reason (no stream answered, as while a cluster elects a new stream leader; a
+	// timeout; a 503): the same event with the same Nats-Msg-Id, so that it is stored once. It
+	// applies when the context has no deadline (10s; negative: one attempt only). Each attempt is
+	// bounded by Timeout. A refusal (a 4xx) is never retried.
+	PublishRetry time.Duration
 	// Structured publishes events in structured content mode instead of binary mode.
 	Structured bool
 	// TracerProvider makes the client's spans ("memory.turns publish", "memory.retrieve"), whose
@@ -60,6 +66,9 @@ func New(nc *nats.Conn, opts Options) (*Client, error) {
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 5 * time.Second
+	}
+	if opts.PublishRetry == 0 {
+		opts.PublishRetry = 10 * time.Second
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -143,13 +152,56 @@ func (c *Client) publish(ctx context.Context, session, id, typ string, at time.T
 		return Ack{}, err
 	}
 	msg.Header.Set(events.HeaderMsgID, events.MsgID(c.opts.Tenant, session, id))
-	ctx, cancel := c.bound(ctx)
-	defer cancel()
-	pa, err := c.js.PublishMsg(ctx, msg)
+	pa, attempts, err := c.publishRetrying(ctx, msg)
+	span.SetAttributes(attribute.Int("agentmem.publish.attempts", attempts))
 	if err != nil {
-		return Ack{}, fmt.Errorf("publishing to %s: %w", subject, err)
+		return Ack{}, fmt.Errorf("publishing to %s (%d attempts): %w", subject, attempts, err)
 	}
 	return Ack{ID: id, Stream: pa.Stream, Sequence: pa.Sequence, Duplicate: pa.Duplicate}, nil
+}
+
+// publishRetrying publishes msg until it is stored, it is refused, or the deadline passes: the
+// context's, else PublishRetry from now. Attempts are bounded by Timeout and spaced by a backoff
+// from 50ms up to 1s.
+func (c *Client) publishRetrying(ctx context.Context, msg *nats.Msg) (*jetstream.PubAck, int, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		total := c.opts.PublishRetry
+		if total < c.opts.Timeout {
+			total = c.opts.Timeout
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, total)
+		defer cancel()
+	}
+	wait := 50 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+		pa, err := c.js.PublishMsg(actx, msg, jetstream.WithRetryAttempts(0))
+		cancel()
+		if err == nil {
+			return pa, attempt, nil
+		}
+		if c.opts.PublishRetry < 0 || !transient(err) || ctx.Err() != nil {
+			return nil, attempt, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, attempt, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// transient reports whether a failed publish may succeed when tried again.
+func transient(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.Code >= 500 || apiErr.Code == 0
+	}
+	return errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrDisconnected)
 }
 
 func endSpan(span trace.Span, err error) {

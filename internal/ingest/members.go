@@ -127,7 +127,7 @@ type membership struct {
 }
 
 func (w *Worker) newMembership(ctx context.Context) (*membership, error) {
-	kv, err := w.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kv, err := events.EnsureBucket(ctx, w.js, jetstream.KeyValueConfig{
 		Bucket: membersBucket(w.cfg.Topology), Description: "agentmem ingest members (keys expire without heartbeats)",
 		TTL: w.cfg.MemberTTL, History: 1, Storage: w.cfg.Topology.Storage, Replicas: w.cfg.Topology.Replicas,
 	})

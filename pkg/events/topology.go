@@ -385,16 +385,11 @@ func (t Topology) Ensure(ctx context.Context, js jetstream.JetStream) error {
 		return err
 	}
 	for _, sc := range t.StreamConfigs() {
-		if _, err := js.CreateOrUpdateStream(ctx, sc); err != nil {
+		if err := EnsureStream(ctx, js, sc); err != nil {
 			return fmt.Errorf("creating stream %q: %w", sc.Name, err)
 		}
 	}
-	for _, kc := range t.BucketConfigs() {
-		if _, err := js.CreateOrUpdateKeyValue(ctx, kc); err != nil {
-			return fmt.Errorf("creating bucket %q: %w", kc.Bucket, err)
-		}
-	}
-	return nil
+	return t.EnsureBuckets(ctx, js)
 }
 
 // EnsureBuckets creates or updates the KV buckets of t only (a replay set, which shares the live
@@ -404,7 +399,7 @@ func (t Topology) EnsureBuckets(ctx context.Context, js jetstream.JetStream) err
 		return err
 	}
 	for _, kc := range t.BucketConfigs() {
-		if _, err := js.CreateOrUpdateKeyValue(ctx, kc); err != nil {
+		if _, err := EnsureBucket(ctx, js, kc); err != nil {
 			return fmt.Errorf("creating bucket %q: %w", kc.Bucket, err)
 		}
 	}

@@ -1,0 +1,144 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Provisioning that many processes may run at once.
+//
+// Every worker creates the topology it needs at start-up, so on a fresh deployment several
+// processes create the same streams at the same moment. On a replicated (R3) cluster two
+// CreateOrUpdateStream calls on a missing stream both hang until their deadline (the library
+// tries an update first); a plain create does not: one creates, the others are told the stream
+// exists or get it as created. So each stream and bucket is ensured as: look it up; create it
+// when it is missing; update it only when a field agentmem sets differs; and try again, with a
+// backoff, while the cluster cannot place it yet (no suitable peers, no leader, a timeout), until
+// the context ends. The error then names the cause.
+
+// ensureAttempt bounds one lookup, create or update.
+const ensureAttempt = 2 * time.Second
+
+// EnsureStream creates the stream of cfg, or updates it when a field agentmem sets differs;
+// safe for many processes at once. It fails when ctx ends first or the server refuses the
+// configuration.
+func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) error {
+	return retry(ctx, func(ctx context.Context) error {
+		s, err := js.Stream(ctx, cfg.Name)
+		switch {
+		case errors.Is(err, jetstream.ErrStreamNotFound):
+			_, err = js.CreateStream(ctx, cfg)
+			if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+				return errTryAgain // created by another process meanwhile: look again
+			}
+			return err
+		case err != nil:
+			return err
+		}
+		if streamDiffers(s.CachedInfo().Config, cfg) {
+			_, err = js.UpdateStream(ctx, cfg)
+		}
+		return err
+	})
+}
+
+// EnsureBucket creates the KV bucket of cfg, or updates it when a field agentmem sets differs;
+// safe for many processes at once.
+func EnsureBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	var kv jetstream.KeyValue
+	err := retry(ctx, func(ctx context.Context) error {
+		var err error
+		kv, err = js.KeyValue(ctx, cfg.Bucket)
+		switch {
+		case errors.Is(err, jetstream.ErrBucketNotFound):
+			kv, err = js.CreateKeyValue(ctx, cfg)
+			if errors.Is(err, jetstream.ErrBucketExists) || errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+				return errTryAgain
+			}
+			return err
+		case err != nil:
+			return err
+		}
+		st, err := kv.Status(ctx)
+		if err != nil {
+			return err
+		}
+		if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok && bucketDiffers(bs.StreamInfo().Config, cfg) {
+			kv, err = js.UpdateKeyValue(ctx, cfg)
+		}
+		return err
+	})
+	return kv, err
+}
+
+var errTryAgain = errors.New("events: try again")
+
+// retry runs op, bounded by ensureAttempt each time, until it succeeds, fails for good, or ctx
+// ends; the last error is returned.
+func retry(ctx context.Context, op func(context.Context) error) error {
+	wait := 100 * time.Millisecond
+	for {
+		actx, cancel := context.WithTimeout(ctx, ensureAttempt)
+		err := op(actx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, errTryAgain) && !placementPending(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			if errors.Is(err, errTryAgain) {
+				err = ctx.Err()
+			}
+			return fmt.Errorf("%w (the cluster could not place it before the deadline: %w)", ctx.Err(), err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+// errCodeClusterNoPeers is nats-server's "no suitable peers for placement" (JSClusterNoPeersErrF),
+// which a cluster answers while its peers are still joining.
+const errCodeClusterNoPeers jetstream.ErrorCode = 10005
+
+// placementPending reports errors a cluster gives while it cannot serve the request yet.
+func placementPending(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode {
+		case errCodeClusterNoPeers, jetstream.JSErrCodeJetStreamNotEnabled:
+			return true
+		}
+		return apiErr.Code == 503 || apiErr.Code == 500
+	}
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
+		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, jetstream.ErrServerShutdown)
+}
+
+// streamDiffers reports whether a field agentmem sets (a zero value: the server's default)
+// differs between the stream's config and want.
+func streamDiffers(have, want jetstream.StreamConfig) bool {
+	return want.Description != have.Description || !slices.Equal(want.Subjects, have.Subjects) ||
+		(want.SubjectTransform == nil) != (have.SubjectTransform == nil) ||
+		(want.SubjectTransform != nil && *want.SubjectTransform != *have.SubjectTransform) ||
+		want.Retention != have.Retention || want.Discard != have.Discard || want.MaxAge != have.MaxAge ||
+		(want.MaxBytes != 0 && want.MaxBytes != have.MaxBytes) || want.Storage != have.Storage ||
+		(want.Replicas != 0 && want.Replicas != have.Replicas) ||
+		(want.Duplicates != 0 && want.Duplicates != have.Duplicates) || want.AllowDirect != have.AllowDirect
+}
+
+// bucketDiffers reports whether a field agentmem sets differs between a bucket's stream config
+// and want.
+func bucketDiffers(have jetstream.StreamConfig, want jetstream.KeyValueConfig) bool {
+	history := int64(max(want.History, 1))
+	return want.Description != have.Description || history != have.MaxMsgsPerSubject || want.TTL != have.MaxAge ||
+		(want.MaxValueSize != 0 && want.MaxValueSize != have.MaxMsgSize) ||
+		(want.Replicas != 0 && want.Replicas != have.Replicas) || want.Storage != have.Storage
+}

@@ -39,11 +39,20 @@ func newIdleTracker(w *Worker) *idleTracker {
 	return &idleTracker{w: w, open: map[session.Key]idleSession{}, now: time.Now}
 }
 
-// counts returns the sessions tracked: open (not ended) and awaiting a summary.
+// counts returns the sessions of the partitions this process owns now: open (not ended) and
+// awaiting a summary. Sessions of partitions handed to another member are not counted (their
+// owner counts them), so the gauges of every member add up.
 func (t *idleTracker) counts() (open, awaiting int) {
+	owned := map[int]bool{}
+	for _, p := range t.w.Owned() {
+		owned[p] = true
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, s := range t.open {
+		if s.partition >= 0 && !owned[s.partition] {
+			continue
+		}
 		if !s.ended {
 			open++
 		}

@@ -8,8 +8,10 @@
 //     message is dead-lettered with the reason instead, so nothing disappears silently;
 //   - a panic: recovered, logged, and treated like a transient error.
 //
-// Long handlers keep their message with InProgress heartbeats. On shutdown the consumer is
-// drained and Run waits for the handlers in flight.
+// Long handlers keep their message with InProgress heartbeats, and a worker fetches only as many
+// messages as it has free handlers, so every message it holds is heartbeated and a dead worker's
+// messages come back after one short AckWait. On shutdown it stops fetching and waits for the
+// handlers in flight.
 package worker
 
 import (
@@ -99,8 +101,8 @@ func New(cfg Config, js jetstream.JetStream, dlq *deadletter.Writer, handler Han
 	return &Worker{cfg: cfg, js: js, dlq: dlq, handler: handler, log: log.With().Str("component", cfg.Name).Logger()}
 }
 
-// Run handles messages until ctx is cancelled, then drains the consumer and waits for the
-// handlers in flight.
+// Run handles messages until ctx is cancelled, then stops fetching and waits for the handlers in
+// flight.
 func (w *Worker) Run(ctx context.Context) error {
 	cons, err := w.js.Consumer(ctx, w.cfg.Stream, w.cfg.Consumer)
 	if ctx.Err() != nil {
@@ -112,39 +114,69 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.cfg.MaxDeliver == 0 {
 		w.cfg.MaxDeliver = cons.CachedInfo().Config.MaxDeliver
 	}
-	sem := make(chan struct{}, w.cfg.Concurrency)
-	var wg sync.WaitGroup
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		if w.cfg.Skip != nil && w.cfg.Skip(m) {
-			_ = m.Ack()
-			return
-		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			w.handle(m)
-		}()
-	}, jetstream.PullMaxMessages(max(w.cfg.Concurrency, 64)), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		w.log.Debug().Err(err).Msg("consume")
-	}))
-	if err != nil {
-		return fmt.Errorf("consuming %q: %w", w.cfg.Consumer, err)
-	}
 	adv, err := w.watchMaxDeliveries(ctx, cons)
 	if err != nil {
-		cc.Stop()
 		return err
 	}
 	defer func() { _ = adv.Unsubscribe() }()
 	w.log.Info().Str("consumer", w.cfg.Consumer).Msg("started")
-	<-ctx.Done()
-	cc.Drain()
-	<-cc.Closed()
+	// Fetch only as many messages as there are free handlers: a fetched message is handled (and
+	// kept with heartbeats) at once, so none waits in a buffer until its AckWait runs out and is
+	// delivered again to another process while this one still holds it.
+	sem := make(chan struct{}, w.cfg.Concurrency)
+	var wg sync.WaitGroup
+	for ctx.Err() == nil {
+		sem <- struct{}{} // wait for one free handler
+		free := 1
+		for len(sem) < cap(sem) {
+			sem <- struct{}{}
+			free++
+		}
+		batch, err := cons.Fetch(free, jetstream.FetchMaxWait(fetchWait))
+		if err != nil {
+			for range free {
+				<-sem
+			}
+			if ctx.Err() == nil {
+				w.log.Debug().Err(err).Msg("fetch")
+				sleep(ctx, fetchWait)
+			}
+			continue
+		}
+		for m := range batch.Messages() {
+			free--
+			if w.cfg.Skip != nil && w.cfg.Skip(m) {
+				_ = m.Ack()
+				<-sem
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				w.handle(m)
+			}()
+		}
+		for range free {
+			<-sem
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && ctx.Err() == nil {
+			w.log.Debug().Err(err).Msg("fetch")
+		}
+	}
 	wg.Wait()
 	w.log.Info().Msg("stopped")
 	return nil
+}
+
+// fetchWait bounds one fetch: how long Run takes to notice it should stop when nothing arrives.
+const fetchWait = time.Second
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
 }
 
 func (w *Worker) handle(m jetstream.Msg) {

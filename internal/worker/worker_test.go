@@ -123,7 +123,9 @@ func TestPanicIsRetried(t *testing.T) {
 func TestExhaustedWithoutAFailureIsDeadLetteredFromTheAdvisory(t *testing.T) {
 	env, js := setup(t, 2, 300*time.Millisecond)
 	release := make(chan struct{})
-	run(t, env, worker.Config{Heartbeat: time.Hour, Timeout: time.Hour, Concurrency: 2}, func(ctx context.Context, _ jetstream.Msg) error {
+	// Both deliveries hang; the third handler keeps pulling, so JetStream tries a third delivery
+	// and gives up (a worker with every handler busy fetches nothing).
+	run(t, env, worker.Config{Heartbeat: time.Hour, Timeout: time.Hour, Concurrency: 3}, func(ctx context.Context, _ jetstream.Msg) error {
 		<-release
 		return fmt.Errorf("released")
 	})
@@ -134,5 +136,61 @@ func TestExhaustedWithoutAFailureIsDeadLetteredFromTheAdvisory(t *testing.T) {
 	dl := nextLetter(t, env, 15*time.Second)
 	if !strings.Contains(dl.Reason, "stopped after 2 deliveries") || dl.StreamSeq != 1 || dl.Consumer != "w" {
 		t.Fatalf("dead letter %+v", dl)
+	}
+}
+
+// A worker holds only messages it handles, each with heartbeats: messages that arrive while every
+// handler is busy stay on the server (and go to whichever process is free) instead of waiting in
+// a buffer until their AckWait runs out and they are delivered a second time.
+func TestBusyWorkerLeavesMessagesOnTheServer(t *testing.T) {
+	env, js := setup(t, -1, 300*time.Millisecond)
+	type handled struct {
+		data      string
+		delivered uint64
+	}
+	got := make(chan handled, 16)
+	release := make(chan struct{})
+	run(t, env, worker.Config{Heartbeat: 50 * time.Millisecond, Concurrency: 1}, func(ctx context.Context, m jetstream.Msg) error {
+		meta, _ := m.Metadata()
+		got <- handled{string(m.Data()), meta.NumDelivered}
+		if string(m.Data()) == "slow" {
+			<-release
+		}
+		return nil
+	})
+	ctx := context.Background()
+	if _, err := js.Publish(ctx, "work.a", []byte("slow")); err != nil {
+		t.Fatal(err)
+	}
+	if h := <-got; h.data != "slow" {
+		t.Fatalf("first handled %q", h.data)
+	}
+	for i := range 3 {
+		if _, err := js.Publish(ctx, "work.a", fmt.Appendf(nil, "queued-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Several AckWaits pass while the only handler is busy.
+	cons, _ := js.Consumer(ctx, "WORK", "w")
+	brokertest.CheckFor(t, 5*time.Second, 50*time.Millisecond, func() error {
+		info, err := cons.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if info.NumPending != 3 || info.NumAckPending != 1 {
+			return fmt.Errorf("pending %d, ack pending %d: want 3 left on the server and 1 held", info.NumPending, info.NumAckPending)
+		}
+		return nil
+	})
+	select {
+	case h := <-got:
+		t.Fatalf("%q was handled while the only handler was busy", h.data)
+	case <-time.After(time.Second): // a few AckWaits
+	}
+	close(release)
+	for range 3 {
+		if h := <-got; h.delivered != 1 {
+			t.Fatalf("%q was delivered %d times", h.data, h.delivered)
+		}
 	}
 }

@@ -329,7 +329,7 @@ func (t Topology) IngestSummaryConsumerConfig(p int) jetstream.ConsumerConfig {
 // WorkerAckWait is how long a compressor or extractor message may go without an acknowledgement
 // or a progress heartbeat before JetStream redelivers it (to another process if its worker died).
 // Running handlers send InProgress every WorkerAckWait/3.
-const WorkerAckWait = 30 * time.Second
+const WorkerAckWait = 10 * time.Second
 
 // WorkerMaxDeliver is how often a pressure event or an extraction trigger is tried before it is
 // dead-lettered.

@@ -33,6 +33,7 @@ type deployment struct {
 	commands   []string  // the command directories of cmd/
 	flags      flagsFunc // flags of the image's commands
 	natsFlags  *flagSet  // options of nats-server
+	testedNATS [2]int    // the nats-server version go.mod pins (what the tests run), major and minor
 }
 
 // ---- images ----
@@ -265,6 +266,8 @@ func checkCluster(dep deployment) []string {
 		if tag := imageTag(s.Image); pinned(s.Image) {
 			if at, ok := versionAtLeast(tag, minNATS); ok && !at {
 				out = append(out, fmt.Sprintf("%s: image %s is older than NATS %d.%d (pinned-client priority groups)", where, s.Image, minNATS[0], minNATS[1]))
+			} else if at, ok := versionAtLeast(tag, dep.testedNATS); ok && !at && dep.testedNATS != [2]int{} {
+				out = append(out, fmt.Sprintf("%s: image %s is older than the NATS server go.mod pins and the tests run (%d.%d)", where, s.Image, dep.testedNATS[0], dep.testedNATS[1]))
 			}
 		}
 		if !hasWget(s.Image) && usesWget(s.Healthcheck) {

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -177,5 +179,21 @@ func loadDeployment(t *testing.T, composePath, dockerfilePath string, commands [
 	if err != nil {
 		t.Fatal(err)
 	}
-	return deployment{compose: c, dockerfile: d, commands: commands, flags: flags, natsFlags: natsFlags}
+	return deployment{compose: c, dockerfile: d, commands: commands, flags: flags, natsFlags: natsFlags, testedNATS: goModNATS(t)}
+}
+
+// goModNATS is the major and minor version of nats-server that go.mod pins.
+func goModNATS(t *testing.T) [2]int {
+	t.Helper()
+	data, err := os.ReadFile("../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`github\.com/nats-io/nats-server/v2 v(\d+)\.(\d+)\.`).FindSubmatch(data)
+	if m == nil {
+		t.Fatal("go.mod names no nats-server version")
+	}
+	major, _ := strconv.Atoi(string(m[1]))
+	minor, _ := strconv.Atoi(string(m[2]))
+	return [2]int{major, minor}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -97,7 +98,7 @@ func retry(ctx context.Context, op func(context.Context) error) error {
 			if errors.Is(err, errTryAgain) {
 				err = ctx.Err()
 			}
-			return fmt.Errorf("%w (the cluster could not place it before the deadline: %w)", ctx.Err(), err)
+			return fmt.Errorf("%w; last error: %w", ctx.Err(), err)
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, 2*time.Second)
@@ -108,7 +109,8 @@ func retry(ctx context.Context, op func(context.Context) error) error {
 // which a cluster answers while its peers are still joining.
 const errCodeClusterNoPeers jetstream.ErrorCode = 10005
 
-// placementPending reports errors a cluster gives while it cannot serve the request yet.
+// placementPending reports errors a cluster gives while it cannot serve the request yet, and
+// those of a connection that has not reached it yet.
 func placementPending(err error) bool {
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
@@ -119,7 +121,9 @@ func placementPending(err error) bool {
 		return apiErr.Code == 503 || apiErr.Code == 500
 	}
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrJetStreamNotEnabled) ||
-		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, jetstream.ErrServerShutdown)
+		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, jetstream.ErrServerShutdown) ||
+		errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrNoServers) ||
+		errors.Is(err, nats.ErrDisconnected) || errors.Is(err, nats.ErrNoResponders)
 }
 
 // streamDiffers reports whether a field agentmem sets (a zero value: the server's default)

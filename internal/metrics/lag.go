@@ -14,7 +14,8 @@ import (
 
 // Lag is where one durable consumer stands on its stream.
 type Lag struct {
-	Stream, Consumer string
+	Stream   string `json:"stream"`
+	Consumer string `json:"consumer"`
 	// Pending is how many messages the consumer has not been delivered yet (its lag).
 	Pending uint64 `json:"pending"`
 	// AckPending is how many were delivered and await an acknowledgement.

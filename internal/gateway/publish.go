@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/agentmem/agentmem/pkg/client"
 	"github.com/agentmem/agentmem/pkg/events"
 )
 
@@ -222,14 +223,18 @@ func namedTenant(ext map[string]any, data []byte) (string, bool) {
 	return "", false
 }
 
-// publish stores one event and waits for JetStream's acknowledgement.
+// publish stores one event and waits for JetStream's acknowledgement, trying again (the same
+// Nats-Msg-Id) while no stream answers, as during a stream leader's election, until ctx ends.
 func (g *Gateway) publish(ctx context.Context, ev pending) (PublishResult, error) {
-	pa, err := g.js.PublishMsg(ctx, ev.msg)
+	pa, _, err := client.PublishStored(ctx, g.js, ev.msg, publishAttempt)
 	if err != nil {
 		return PublishResult{}, err
 	}
 	return PublishResult{ID: ev.id, Session: ev.session, Stream: pa.Stream, Seq: pa.Sequence, Duplicate: pa.Duplicate}, nil
 }
+
+// publishAttempt bounds one attempt to store an event (the request's timeout bounds them all).
+const publishAttempt = 2 * time.Second
 
 // publishProblem maps a failed publish to a problem: 504 when JetStream did not acknowledge in
 // time, 413 when the event exceeds the server's payload limit, 503 when no stream or server

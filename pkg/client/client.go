@@ -161,32 +161,43 @@ func (c *Client) publish(ctx context.Context, session, id, typ string, at time.T
 }
 
 // publishRetrying publishes msg until it is stored, it is refused, or the deadline passes: the
-// context's, else PublishRetry from now. Attempts are bounded by Timeout and spaced by a backoff
-// from 50ms up to 1s.
+// context's, else PublishRetry from now.
 func (c *Client) publishRetrying(ctx context.Context, msg *nats.Msg) (*jetstream.PubAck, int, error) {
+	if c.opts.PublishRetry < 0 {
+		ctx, cancel := c.bound(ctx)
+		defer cancel()
+		pa, err := c.js.PublishMsg(ctx, msg)
+		return pa, 1, err
+	}
 	if _, ok := ctx.Deadline(); !ok {
-		total := c.opts.PublishRetry
-		if total < c.opts.Timeout {
-			total = c.opts.Timeout
-		}
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, total)
+		ctx, cancel = context.WithTimeout(ctx, max(c.opts.PublishRetry, c.opts.Timeout))
 		defer cancel()
 	}
+	return PublishStored(ctx, c.js, msg, c.opts.Timeout)
+}
+
+// PublishStored publishes msg with JetStream until it is stored, it is refused (a 4xx answer),
+// or ctx ends, and returns the acknowledgement and the number of attempts. Each attempt is
+// bounded by attempt; a failure that may pass (no stream answered, as while a cluster elects a
+// stream leader; a timeout; a 5xx; a connection being re-established) is tried again after a
+// backoff from 50ms up to 1s, the same message with the same Nats-Msg-Id, so it is stored once.
+// The error is the last attempt's.
+func PublishStored(ctx context.Context, js jetstream.JetStream, msg *nats.Msg, attempt time.Duration) (*jetstream.PubAck, int, error) {
 	wait := 50 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
-		pa, err := c.js.PublishMsg(actx, msg, jetstream.WithRetryAttempts(0))
+	for n := 1; ; n++ {
+		actx, cancel := context.WithTimeout(ctx, attempt)
+		pa, err := js.PublishMsg(actx, msg, jetstream.WithRetryAttempts(0))
 		cancel()
 		if err == nil {
-			return pa, attempt, nil
+			return pa, n, nil
 		}
-		if c.opts.PublishRetry < 0 || !transient(err) || ctx.Err() != nil {
-			return nil, attempt, err
+		if !transient(err) || ctx.Err() != nil {
+			return nil, n, err
 		}
 		select {
 		case <-ctx.Done():
-			return nil, attempt, err
+			return nil, n, err
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, time.Second)

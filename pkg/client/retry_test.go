@@ -39,6 +39,9 @@ func TestPublishRidesThroughAnAbsentStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer spy.Unsubscribe()
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
 	cl, err := client.New(env.Connect(t), client.Options{Tenant: "acme", Timeout: 300 * time.Millisecond, PublishRetry: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -71,6 +74,9 @@ func TestPublishDoesNotRetryARefusal(t *testing.T) {
 		_ = m.Respond(body)
 	})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil { // the responder is known to the server before the publish
 		t.Fatal(err)
 	}
 	cl, _ := client.New(env.Connect(t), client.Options{Tenant: "acme", Timeout: time.Second, PublishRetry: 20 * time.Second})

@@ -5,7 +5,7 @@ LISTEN    ?= 127.0.0.1:4222
 HTTP      ?=
 BENCHTIME ?= 1s
 
-.PHONY: build run test lint bench eval clean
+.PHONY: build run test chaos lint bench eval clean
 
 build: ## compile every command into ./bin
 	$(GO) build -o bin/ ./cmd/...
@@ -30,8 +30,12 @@ fuzz: ## every decoder and parser fuzzed for $(FUZZTIME) each
 	$(GO) test -run '^$$' -fuzz '^FuzzExtractive$$' -fuzztime $(FUZZTIME) ./internal/summarize
 	$(GO) test -run '^$$' -fuzz '^FuzzRetryAfter$$' -fuzztime $(FUZZTIME) ./internal/llm
 
+chaos: ## the multi-process fault run: 3 nats-server nodes, two of each worker, kill -9 of the turns leader and of an ingest process
+	$(GO) test -tags chaos -count=1 -v -timeout 10m ./internal/chaos
+
 lint: ## go vet and staticcheck (package comments included)
 	$(GO) vet ./...
+	$(GO) vet -tags chaos ./internal/chaos
 	$(GO) tool staticcheck ./...
 
 bench: ## Go benchmarks: token counting, search, ingest end to end next to raw JetStream

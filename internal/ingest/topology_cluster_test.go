@@ -13,9 +13,10 @@ import (
 	"github.com/agentmem/agentmem/pkg/events"
 )
 
-// Eight processes provisioning the same replicated topology at once on a fresh 3-node cluster all
-// succeed (with CreateOrUpdateStream every one of them hung until its deadline), and the cluster
-// ends with each stream and bucket once, at R3.
+// Eight processes provisioning the same replicated topology (streams, buckets, durable consumers)
+// at once on a fresh 3-node cluster all succeed (with CreateOrUpdateStream and
+// CreateOrUpdateConsumer they hung until their deadline), and the cluster ends with each stream
+// and bucket once, at R3.
 func TestEnsureRacesOnAFreshCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a 3-node cluster; skipped with -short")
@@ -40,6 +41,13 @@ func TestEnsureRacesOnAFreshCluster(t *testing.T) {
 			err := topo.Ensure(ctx, js)
 			if err == nil {
 				_, err = events.EnsureBucket(ctx, js, jetstream.KeyValueConfig{Bucket: "AGENTMEM_INGEST_MEMBERS", TTL: 6 * time.Second, Replicas: 3})
+			}
+			if err == nil { // the durable consumers every ingest process creates
+				ccs := []jetstream.ConsumerConfig{topo.MalformedConsumerConfig()}
+				for p := range topo.Partitions {
+					ccs = append(ccs, topo.IngestConsumerConfig(p))
+				}
+				err = events.EnsureConsumers(ctx, js, topo.TurnsStream(), ccs...)
 			}
 			if err != nil {
 				err = fmt.Errorf("process %d: %w", i, err)

@@ -77,6 +77,28 @@ func EnsureBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.Key
 	return kv, err
 }
 
+// ensureConsumer is EnsureStream for a durable consumer: look it up, create it when missing,
+// update it only when a field agentmem sets differs, and try again while the cluster cannot.
+func ensureConsumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig) error {
+	return retry(ctx, func(ctx context.Context) error {
+		c, err := js.Consumer(ctx, stream, cfg.Durable)
+		switch {
+		case errors.Is(err, jetstream.ErrConsumerNotFound):
+			_, err = js.CreateConsumer(ctx, stream, cfg)
+			if errors.Is(err, jetstream.ErrConsumerExists) {
+				return errTryAgain
+			}
+			return err
+		case err != nil:
+			return err
+		}
+		if consumerDiffers(c.CachedInfo().Config, cfg) {
+			_, err = js.UpdateConsumer(ctx, stream, cfg)
+		}
+		return err
+	})
+}
+
 var errTryAgain = errors.New("events: try again")
 
 // retry runs op, bounded by ensureAttempt each time, until it succeeds, fails for good, or ctx
@@ -136,6 +158,18 @@ func streamDiffers(have, want jetstream.StreamConfig) bool {
 		(want.MaxBytes != 0 && want.MaxBytes != have.MaxBytes) || want.Storage != have.Storage ||
 		(want.Replicas != 0 && want.Replicas != have.Replicas) ||
 		(want.Duplicates != 0 && want.Duplicates != have.Duplicates) || want.AllowDirect != have.AllowDirect
+}
+
+// consumerDiffers reports whether a field agentmem sets (a zero value: the server's default)
+// differs between a consumer's config and want.
+func consumerDiffers(have, want jetstream.ConsumerConfig) bool {
+	return want.Description != have.Description || want.FilterSubject != have.FilterSubject ||
+		!slices.Equal(want.FilterSubjects, have.FilterSubjects) || want.DeliverPolicy != have.DeliverPolicy ||
+		want.AckPolicy != have.AckPolicy || (want.AckWait != 0 && want.AckWait != have.AckWait) ||
+		(want.MaxDeliver != 0 && want.MaxDeliver != have.MaxDeliver) ||
+		(want.MaxAckPending != 0 && want.MaxAckPending != have.MaxAckPending) ||
+		want.PriorityPolicy != have.PriorityPolicy || !slices.Equal(want.PriorityGroups, have.PriorityGroups) ||
+		(want.PinnedTTL != 0 && want.PinnedTTL != have.PinnedTTL)
 }
 
 // bucketDiffers reports whether a field agentmem sets differs between a bucket's stream config

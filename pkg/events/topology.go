@@ -406,10 +406,11 @@ func (t Topology) EnsureBuckets(ctx context.Context, js jetstream.JetStream) err
 	return nil
 }
 
-// EnsureConsumers creates or updates durable consumers on stream; idempotent.
+// EnsureConsumers creates the durable consumers on stream, or updates one when a field agentmem
+// sets differs; safe for many processes at once (see EnsureStream).
 func EnsureConsumers(ctx context.Context, js jetstream.JetStream, stream string, ccs ...jetstream.ConsumerConfig) error {
 	for _, cc := range ccs {
-		if _, err := js.CreateOrUpdateConsumer(ctx, stream, cc); err != nil {
+		if err := ensureConsumer(ctx, js, stream, cc); err != nil {
 			return fmt.Errorf("creating consumer %q on %q: %w", cc.Durable, stream, err)
 		}
 	}

@@ -10,14 +10,8 @@ import (
 	"github.com/agentmem/agentmem/internal/vector"
 )
 
-// Embedder turns texts into vectors (satisfied by *embed.OpenAI). Name names the embedder and
-// its model: vectors of different names are never compared.
-type Embedder interface {
-	Embed(ctx context.Context, texts []string) ([][]float32, error)
-	Name() string
-}
-
-var _ Embedder = (*embed.OpenAI)(nil)
+// Embedder turns texts into vectors (see embed.Embedder).
+type Embedder = embed.Embedder
 
 // vectorFloor is the cosine below which an embedding says nothing: vector relevance is
 // max(0, (cos − floor)/(1 − floor)), so unrelated texts (cosine ~0.1–0.2 with common models)

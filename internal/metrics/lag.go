@@ -27,10 +27,10 @@ type Lag struct {
 }
 
 // ConsumerLag lists the lag of every durable consumer on the topology's event streams (turns,
-// pressure, summaries), sorted by stream and consumer. keep, when not nil, picks the consumers.
+// pressure, summaries, facts), sorted by stream and consumer. keep, when not nil, picks the consumers.
 func ConsumerLag(ctx context.Context, js jetstream.JetStream, topo events.Topology, keep func(stream, consumer string) bool) ([]Lag, error) {
 	var out []Lag
-	for _, stream := range []string{topo.TurnsStream(), topo.PressureStream(), topo.SummaryStream()} {
+	for _, stream := range []string{topo.TurnsStream(), topo.PressureStream(), topo.SummaryStream(), topo.FactStream()} {
 		s, err := js.Stream(ctx, stream)
 		if err != nil {
 			return nil, fmt.Errorf("stream %s: %w", stream, err)
@@ -95,10 +95,25 @@ var (
 		"Messages stored in a stream (a bucket's stream counts values and revisions).", []string{"stream"}, nil)
 	streamBytesDesc = prometheus.NewDesc(Namespace+"_stream_bytes",
 		"Bytes stored in a stream.", []string{"stream"}, nil)
+	embedLagDesc = prometheus.NewDesc(Namespace+"_embed_lag_messages",
+		"Messages the embedding stage has not finished (pending plus unacknowledged on its consumers of turns, summaries and facts): entries not embedded yet.", nil, nil)
 )
 
+// EmbedLag is the embedding stage's lag: the messages of its consumers (those named
+// "<prefix>_embedder_…") not delivered yet or not acknowledged yet; ok is false when lags holds
+// none of them (no embedder has started).
+func EmbedLag(topo events.Topology, lags []Lag) (n uint64, ok bool) {
+	for _, l := range lags {
+		if l.Consumer == topo.EmbedderTurnsConsumer() || l.Consumer == topo.EmbedderSummaryConsumer() || l.Consumer == topo.EmbedderFactConsumer() {
+			n += l.Pending + uint64(max(l.AckPending, 0))
+			ok = true
+		}
+	}
+	return n, ok
+}
+
 func (c *lagCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{pendingDesc, ackPendingDesc, redeliveredDesc, streamMsgsDesc, streamBytesDesc} {
+	for _, d := range []*prometheus.Desc{pendingDesc, ackPendingDesc, redeliveredDesc, streamMsgsDesc, streamBytesDesc, embedLagDesc} {
 		ch <- d
 	}
 	c.errors.Describe(ch)
@@ -116,9 +131,12 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(ackPendingDesc, prometheus.GaugeValue, float64(l.AckPending), l.Stream, l.Consumer)
 		ch <- prometheus.MustNewConstMetric(redeliveredDesc, prometheus.GaugeValue, float64(l.Redelivered), l.Stream, l.Consumer)
 	}
+	if n, ok := EmbedLag(c.topo, lags); ok && err == nil {
+		ch <- prometheus.MustNewConstMetric(embedLagDesc, prometheus.GaugeValue, float64(n))
+	}
 	t := c.topo
 	streams := []string{t.TurnsStream(), t.PressureStream(), t.SummaryStream(), t.FactStream(), t.DeadLetterStream()}
-	for _, b := range []string{t.SessionBucket(), t.ChunkBucket(), t.LongTermBucket(), t.UsageBucket()} {
+	for _, b := range []string{t.SessionBucket(), t.ChunkBucket(), t.LongTermBucket(), t.UsageBucket(), t.VectorBucket()} {
 		streams = append(streams, "KV_"+b)
 	}
 	for _, name := range streams {

@@ -64,6 +64,10 @@ type Metrics struct {
 	httpRequests *prometheus.CounterVec
 	httpTime     *prometheus.HistogramVec
 
+	embedded      *prometheus.CounterVec
+	vectorsStored *prometheus.CounterVec
+	embedSkipped  *prometheus.CounterVec
+
 	kvCorrupt *prometheus.CounterVec
 	refused   *prometheus.CounterVec
 	admitted  *prometheus.CounterVec
@@ -124,6 +128,10 @@ func New() *Metrics {
 
 	m.httpRequests = f.counterVec("http_requests_total", "Requests of the HTTP API, by route (its pattern, or \"unrouted\"), method and status code.", "route", "method", "code")
 	m.httpTime = f.histogramVec("http_request_seconds", "Time to answer a request of the HTTP API, by route (an MCP event stream counts until it closes).", "route")
+
+	m.embedded = f.counterVec("embedder_texts_total", "Texts the embedding stage embedded (one per stored vector; a failed batch counts nothing), by model.", "model")
+	m.vectorsStored = f.counterVec("vectors_stored_total", "Vectors the embedding stage stored, by kind of entry (turn, summary, fact).", "kind")
+	m.embedSkipped = f.counterVec("embedder_skipped_total", "Messages the embedding stage made no vector of, by reason (turn: not applied by ingest or empty; summary: no user or empty; stored: the vector exists).", "reason")
 
 	m.kvCorrupt = f.counterVec("kv_corrupt_total", "Values read from a KV bucket that do not belong to their key (another tenant's, session's or user's, or not decodable) and were treated as absent, by bucket and reason (undecodable, tenant, session, user, id, chain).", "bucket", "reason")
 	m.refused = f.counterVec("requests_refused_total", "Requests and turns a service neither served nor answered because their reply subject is not an inbox of the requesting tenant (package reply), by service.", "service")
@@ -316,6 +324,30 @@ func (m *Metrics) Compression(mode string, in, out int, d time.Duration, err err
 		m.compressSaved.Add(float64(in - out))
 	}
 	m.compressTime.WithLabelValues(mode).Observe(d.Seconds())
+}
+
+// Embedded counts texts the embedding stage embedded with model.
+func (m *Metrics) Embedded(model string, n int) {
+	if m == nil || n == 0 {
+		return
+	}
+	m.embedded.WithLabelValues(model).Add(float64(n))
+}
+
+// VectorStored counts one vector stored for an entry of kind ("turn", "summary", "fact").
+func (m *Metrics) VectorStored(kind string) {
+	if m == nil {
+		return
+	}
+	m.vectorsStored.WithLabelValues(kind).Inc()
+}
+
+// EmbedSkipped counts one message the embedding stage made no vector of, by reason.
+func (m *Metrics) EmbedSkipped(reason string) {
+	if m == nil {
+		return
+	}
+	m.embedSkipped.WithLabelValues(reason).Inc()
 }
 
 // Extraction records one extraction run by mode ("rules" or "llm").

@@ -127,6 +127,19 @@ func (t Topology) LongTermBucket() string { return t.Prefix + "_LONGTERM" }
 // UsageBucket names the KV bucket of LLM usage counters (key "<tenant>.<session>").
 func (t Topology) UsageBucket() string { return t.Prefix + "_USAGE" }
 
+// VectorBucket names the KV bucket of embeddings: one vector per entry and embedding model, key
+// "<tenant>.<user>.<model token>.<entry token>" (package embedder).
+func (t Topology) VectorBucket() string { return t.Prefix + "_VECTORS" }
+
+// EmbedderTurnsConsumer names the durable consumer of the turns stream the embedders share.
+func (t Topology) EmbedderTurnsConsumer() string { return t.Prefix + "_embedder_turns" }
+
+// EmbedderSummaryConsumer names the durable consumer of summaries the embedders share.
+func (t Topology) EmbedderSummaryConsumer() string { return t.Prefix + "_embedder_summaries" }
+
+// EmbedderFactConsumer names the durable consumer of fact events the embedders share.
+func (t Topology) EmbedderFactConsumer() string { return t.Prefix + "_embedder_facts" }
+
 // IngestSummaryConsumer names the durable consumer of summaries partition p (ingest applies them).
 func (t Topology) IngestSummaryConsumer(p int) string {
 	return fmt.Sprintf("%s_ingest_summaries_p%02d", t.Prefix, p)
@@ -258,11 +271,21 @@ func (t Topology) BucketConfigs() []jetstream.KeyValueConfig {
 			Storage:     t.Storage,
 			Replicas:    t.Replicas,
 		},
+		{
+			Bucket:      t.VectorBucket(),
+			Description: "agentmem embeddings: one vector per entry and model, under the entry's tenant and user",
+			History:     1,
+			Storage:     t.Storage,
+			Replicas:    t.Replicas,
+		},
 	}
 }
 
-// IngestAckWait is how long a turn may stay unacknowledged before JetStream redelivers it.
-const IngestAckWait = 60 * time.Second
+// IngestAckWait is how long a turn may stay unacknowledged before JetStream redelivers it: what
+// a killed ingest process held comes back after this long. A batch still being handled sends
+// InProgress every third of it; a redelivered copy of a turn already applied is acknowledged
+// and skipped.
+const IngestAckWait = 10 * time.Second
 
 // IngestPriorityGroup is the priority group of the partition consumers: with the pinned-client
 // policy JetStream delivers a partition to one ingest member at a time.
@@ -374,6 +397,24 @@ func (t Topology) ExtractorSummaryConsumerConfig() jetstream.ConsumerConfig {
 		AckWait:       WorkerAckWait,
 		MaxDeliver:    WorkerMaxDeliver,
 		MaxAckPending: 256,
+	}
+}
+
+// EmbedderConsumerConfigs are the consumers the embedders share, keyed by stream: applied turns
+// (the turns stream), summaries and fact events. Like the extractor's, a message is tried
+// WorkerMaxDeliver times and then dead-lettered.
+func (t Topology) EmbedderConsumerConfigs() map[string]jetstream.ConsumerConfig {
+	cc := func(name, desc, filter string, ackPending int) jetstream.ConsumerConfig {
+		return jetstream.ConsumerConfig{
+			Durable: name, Description: desc, FilterSubject: filter,
+			DeliverPolicy: jetstream.DeliverAllPolicy, AckPolicy: jetstream.AckExplicitPolicy,
+			AckWait: WorkerAckWait, MaxDeliver: WorkerMaxDeliver, MaxAckPending: ackPending,
+		}
+	}
+	return map[string]jetstream.ConsumerConfig{
+		t.TurnsStream():   cc(t.EmbedderTurnsConsumer(), "agentmem embedders: applied turns", "*.memory.turns.*.*", 1024),
+		t.SummaryStream(): cc(t.EmbedderSummaryConsumer(), "agentmem embedders: summaries", "*.memory.summaries.*.*", 256),
+		t.FactStream():    cc(t.EmbedderFactConsumer(), "agentmem embedders: facts", FactSubjects, 256),
 	}
 }
 

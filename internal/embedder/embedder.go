@@ -1,0 +1,315 @@
+// Package embedder is the pipeline's embedding stage: it embeds every applied turn, every summary
+// and every fact once per embedding model, in batches, and keeps the vectors in a JetStream KV
+// bucket (events.Topology.VectorBucket) under the entry's tenant and user, keyed by the model and
+// the entry id. Retrievers load those vectors with a user's memory and embed only queries.
+//
+// It consumes three durable consumers any number of embedder processes share: the turns stream
+// (a turn is embedded only once ingest has decided it and only when ingest applied it, read from
+// the session's committed state; a rejected turn never is), the summaries stream and the fact
+// events. Acknowledgement, retries with backoff and dead letters are package worker's: while the
+// embedding endpoint fails, the stage stalls and retries, ingest and retrieval go on (retrieval
+// ranks by keywords where vectors are missing), and the stage catches up when the endpoint is
+// back. A vector already stored is never made again, so redelivery and replay embed nothing
+// twice.
+package embedder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/agentmem/agentmem/internal/deadletter"
+	"github.com/agentmem/agentmem/internal/embed"
+	"github.com/agentmem/agentmem/internal/integrity"
+	"github.com/agentmem/agentmem/internal/metrics"
+	"github.com/agentmem/agentmem/internal/session"
+	"github.com/agentmem/agentmem/internal/worker"
+	"github.com/agentmem/agentmem/pkg/events"
+)
+
+// Defaults of Config.
+const (
+	DefaultConcurrency = 64
+	DefaultBatchSize   = 64
+	DefaultBatchWait   = 20 * time.Millisecond
+	DefaultDecideWait  = 20 * time.Second
+)
+
+// Config configures the embedding stage.
+type Config struct {
+	// Topology names the streams, the vector bucket and the consumers.
+	Topology events.Topology
+	// Concurrency bounds the messages handled at once per consumer (default 64); it is also how
+	// many texts can wait for one batch.
+	Concurrency int
+	// BatchSize bounds the texts of one Embed call (default 64).
+	BatchSize int
+	// BatchWait is how long a batch waits for more texts after its first (default 20ms).
+	BatchWait time.Duration
+	// DecideWait is how long a turn waits for ingest to decide it before the message is retried
+	// later (default 20s).
+	DecideWait time.Duration
+	// Backoff is the redelivery delay after the n-th failed delivery (default worker.Backoff).
+	Backoff func(n uint64) time.Duration
+	// Metrics counts embedded texts and stored vectors; nil counts nothing.
+	Metrics *metrics.Metrics
+}
+
+// Validate reports the first field of c that cannot work.
+func (c Config) Validate() error {
+	switch {
+	case c.Concurrency < 0:
+		return fmt.Errorf("embedder: concurrency %d must not be negative", c.Concurrency)
+	case c.BatchSize < 0:
+		return fmt.Errorf("embedder: batch size %d must not be negative", c.BatchSize)
+	case c.BatchWait < 0 || c.DecideWait < 0:
+		return errors.New("embedder: waits must not be negative")
+	}
+	return c.Topology.Validate()
+}
+
+func (c Config) withDefaults() Config {
+	if c.Topology.Prefix == "" {
+		c.Topology = events.DefaultTopology()
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultBatchSize
+	}
+	if c.BatchWait == 0 {
+		c.BatchWait = DefaultBatchWait
+	}
+	if c.DecideWait == 0 {
+		c.DecideWait = DefaultDecideWait
+	}
+	return c
+}
+
+// Worker is the embedding stage.
+type Worker struct {
+	cfg      Config
+	emb      embed.Embedder
+	vectors  *Vectors
+	sessions *sessionCache
+	batch    *batcher
+	workers  []*worker.Worker
+	log      zerolog.Logger
+}
+
+// New returns the stage embedding with emb. It creates its consumers; Run starts it.
+func New(ctx context.Context, cfg Config, js jetstream.JetStream, emb embed.Embedder, log zerolog.Logger) (*Worker, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if emb == nil {
+		return nil, errors.New("embedder: no embedder")
+	}
+	topo := cfg.Topology
+	log = log.With().Str("component", "embedder").Str("model", emb.Name()).Logger()
+	rep := integrity.NewReporter(cfg.Metrics, log)
+	vectors, err := OpenVectors(ctx, js, topo)
+	if err != nil {
+		return nil, err
+	}
+	store, err := session.NewStore(ctx, js, topo)
+	if err != nil {
+		return nil, err
+	}
+	ccs := topo.EmbedderConsumerConfigs()
+	for stream, cc := range ccs {
+		if err := events.EnsureConsumers(ctx, js, stream, cc); err != nil {
+			return nil, err
+		}
+	}
+	w := &Worker{
+		cfg: cfg, emb: emb, vectors: vectors.Instrument(rep), log: log,
+		sessions: newSessionCache(store.Instrument(rep), sessionCacheSize),
+		batch: &batcher{emb: emb, size: cfg.BatchSize, wait: cfg.BatchWait, reqs: make(chan batchReq),
+			embedded: func(n int) { cfg.Metrics.Embedded(emb.Name(), n) }},
+	}
+	dlq := deadletter.NewWriter(js, 0).Instrument(cfg.Metrics, "embedder")
+	place := func(m worker.Subjected) (string, string) {
+		parts := strings.Split(m.Subject(), ".")
+		switch {
+		case len(parts) == 5:
+			return parts[3], parts[4] // <p>.memory.<kind>.<tenant>.<session>
+		case len(parts) == 4:
+			return parts[2], "" // memory.facts.<tenant>.<user>
+		}
+		return "", ""
+	}
+	for _, h := range []struct {
+		name, stream string
+		handler      worker.Handler
+		skip         func(jetstream.Msg) bool
+	}{
+		{"embedder-turns", topo.TurnsStream(), w.handleTurn, func(m jetstream.Msg) bool { return !maybeTurn(m.Headers()) }},
+		{"embedder-summaries", topo.SummaryStream(), w.handleSummary, nil},
+		{"embedder-facts", topo.FactStream(), w.handleFact, func(m jetstream.Msg) bool {
+			return m.Headers().Get("ce-type") != "" && m.Headers().Get("ce-type") != events.TypeFact
+		}},
+	} {
+		w.workers = append(w.workers, worker.New(worker.Config{
+			Name: h.name, Stream: h.stream, Consumer: ccs[h.stream].Durable,
+			Concurrency: cfg.Concurrency, MaxDeliver: events.WorkerMaxDeliver, Place: place, Backoff: cfg.Backoff,
+			Skip: h.skip, Metrics: cfg.Metrics,
+		}, js, dlq, h.handler, log))
+	}
+	return w, nil
+}
+
+// Model is the name of the embedding model the stage stores vectors of.
+func (w *Worker) Model() string { return w.emb.Name() }
+
+// Run embeds until ctx is cancelled, then stops fetching and waits for the messages in flight.
+func (w *Worker) Run(ctx context.Context) error {
+	bctx, stopBatches := context.WithCancel(context.WithoutCancel(ctx))
+	var bwg sync.WaitGroup
+	bwg.Go(func() { w.batch.run(bctx) })
+	errs := make(chan error, len(w.workers))
+	for _, wk := range w.workers {
+		go func() { errs <- wk.Run(ctx) }()
+	}
+	var err error
+	for range w.workers {
+		err = errors.Join(err, <-errs)
+	}
+	// The batches outlive the consumers: a handler in flight at shutdown still gets its answer.
+	stopBatches()
+	bwg.Wait()
+	return err
+}
+
+// maybeTurn reports whether a turns-stream message may be a turn: binary mode says so in its
+// ce-type header; structured mode only in its body.
+func maybeTurn(h nats.Header) bool {
+	if strings.HasPrefix(strings.ToLower(h.Get("Content-Type")), events.ContentTypeStructured) {
+		return true
+	}
+	return h.Get("ce-type") == events.TypeTurn
+}
+
+// handleTurn embeds a turn once ingest has applied it. Turns ingest rejects (bad input, another
+// user's session) or never sees decoded are not embedded: ingest dead-letters those.
+func (w *Worker) handleTurn(ctx context.Context, m jetstream.Msg) error {
+	parts := strings.Split(m.Subject(), ".")
+	if len(parts) != 5 {
+		return nil // not a partitioned turn subject: ingest dead-letters it
+	}
+	k := session.Key{Tenant: parts[3], Session: parts[4]}
+	ev, err := events.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+	if err != nil || ev.Type() != events.TypeTurn {
+		return nil
+	}
+	turn, err := events.DecodeData[events.Turn](ev)
+	if err != nil {
+		return nil
+	}
+	meta, err := m.Metadata()
+	if err != nil {
+		return err
+	}
+	applied, user, err := w.sessions.decided(ctx, k, ev.ID(), meta.Sequence.Stream, w.cfg.DecideWait)
+	if err != nil {
+		return err
+	}
+	if !applied || user == "" || strings.TrimSpace(turn.Content) == "" {
+		w.cfg.Metrics.EmbedSkipped("turn")
+		return nil
+	}
+	return w.store(ctx, k.Tenant, user, ev.ID(), KindTurn, turn.Content)
+}
+
+// handleSummary embeds a summary (the compressor stored it in the long-term bucket before
+// publishing it).
+func (w *Worker) handleSummary(ctx context.Context, m jetstream.Msg) error {
+	parts := strings.Split(m.Subject(), ".")
+	if len(parts) != 5 {
+		return fmt.Errorf("%w: subject %q is not <p>.memory.summaries.<tenant>.<session>", events.ErrInvalid, m.Subject())
+	}
+	ev, err := events.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+	if err != nil {
+		return err
+	}
+	sum, err := events.DecodeData[events.Summary](ev)
+	if err != nil {
+		return err
+	}
+	if sum.User == "" || sum.SummaryID == "" || strings.TrimSpace(sum.Content) == "" {
+		w.cfg.Metrics.EmbedSkipped("summary")
+		return nil
+	}
+	if err := events.ValidateToken("user", sum.User); err != nil {
+		return err
+	}
+	return w.store(ctx, parts[3], sum.User, sum.SummaryID, KindSummary, sum.Content)
+}
+
+// handleFact embeds a fact when it is added; other changes (superseded, deleted, forgotten) keep
+// the vectors there are or remove them with the user.
+func (w *Worker) handleFact(ctx context.Context, m jetstream.Msg) error {
+	parts := strings.Split(m.Subject(), ".")
+	if len(parts) != 4 {
+		return fmt.Errorf("%w: subject %q is not memory.facts.<tenant>.<user>", events.ErrInvalid, m.Subject())
+	}
+	ev, err := events.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
+	if err != nil {
+		return err
+	}
+	if ev.Type() != events.TypeFact {
+		return nil
+	}
+	fe, err := events.DecodeData[events.FactEvent](ev)
+	if err != nil {
+		return err
+	}
+	if fe.Op != events.FactAdded || fe.Fact.ID == "" || strings.TrimSpace(fe.Fact.Content) == "" {
+		return nil
+	}
+	return w.store(ctx, parts[2], parts[3], fe.Fact.ID, KindFact, fe.Fact.Content)
+}
+
+// store embeds text as entry id of (tenant, user) unless its vector exists, and stores it.
+func (w *Worker) store(ctx context.Context, tenant, user, id string, kind byte, text string) error {
+	model := w.emb.Name()
+	has, err := w.vectors.Has(ctx, tenant, user, model, id)
+	if err != nil {
+		return err
+	}
+	if has {
+		w.cfg.Metrics.EmbedSkipped("stored")
+		return nil
+	}
+	vec, err := w.batch.embed(ctx, text)
+	if err != nil {
+		return fmt.Errorf("embedding with %s: %w", model, err)
+	}
+	q, scale := Quantize(vec)
+	if err := w.vectors.Put(ctx, Vector{Tenant: tenant, User: user, Model: model, ID: id, Kind: kind, Scale: scale, Q: q}); err != nil {
+		return err
+	}
+	w.cfg.Metrics.VectorStored(string(kindName(kind)))
+	return nil
+}
+
+func kindName(k byte) string {
+	switch k {
+	case KindTurn:
+		return "turn"
+	case KindSummary:
+		return "summary"
+	case KindFact:
+		return "fact"
+	}
+	return "other"
+}

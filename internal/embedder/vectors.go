@@ -1,0 +1,304 @@
+package embedder
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmem/agentmem/internal/archive"
+	"github.com/agentmem/agentmem/internal/integrity"
+	"github.com/agentmem/agentmem/pkg/events"
+)
+
+// Kinds of entries a vector belongs to.
+const (
+	KindTurn    byte = 't'
+	KindSummary byte = 's'
+	KindFact    byte = 'f'
+)
+
+// Vector is one stored embedding: the entry it belongs to (tenant, user, id, kind), the model that
+// made it, and its components quantised to int8 with one scale (component i is Q[i]·Scale).
+type Vector struct {
+	Tenant, User, Model, ID string
+	Kind                    byte
+	Scale                   float32
+	Q                       []int8
+}
+
+// Float32 returns the vector's components.
+func (v Vector) Float32() []float32 {
+	out := make([]float32, len(v.Q))
+	for i, q := range v.Q {
+		out[i] = float32(q) * v.Scale
+	}
+	return out
+}
+
+// Quantize returns vec as int8 components and their scale (the largest magnitude maps to 127).
+func Quantize(vec []float32) ([]int8, float32) {
+	var m float64
+	for _, x := range vec {
+		m = max(m, math.Abs(float64(x)))
+	}
+	q := make([]int8, len(vec))
+	if m == 0 || math.IsNaN(m) || math.IsInf(m, 0) {
+		return q, 0
+	}
+	scale := m / 127
+	for i, x := range vec {
+		q[i] = int8(math.Round(float64(x) / scale))
+	}
+	return q, float32(scale)
+}
+
+// ModelToken is the key token of an embedding model's name: "m" and 16 hex digits of its SHA-256
+// (names hold ':' and '/', which keys cannot).
+func ModelToken(model string) string {
+	sum := sha256.Sum256([]byte(model))
+	return "m" + hex.EncodeToString(sum[:8])
+}
+
+var plainID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,200}$`)
+
+// EntryToken is the key token of an entry id: the id itself when it is made of letters, digits,
+// '-' and '_' (UUIDs, derived ids), else '=' and its unpadded base64url form.
+func EntryToken(id string) string {
+	if plainID.MatchString(id) {
+		return id
+	}
+	return "=" + base64.RawURLEncoding.EncodeToString([]byte(id))
+}
+
+// Key is the bucket key of the vector of entry id of (tenant, user) made by model.
+func Key(tenant, user, model, id string) string {
+	return tenant + "." + user + "." + ModelToken(model) + "." + EntryToken(id)
+}
+
+// UserFilter is the key filter of every vector of a user (all models).
+func UserFilter(tenant, user string) string { return tenant + "." + user + ".>" }
+
+// ModelFilter is the key filter of a user's vectors made by model.
+func ModelFilter(tenant, user, model string) string {
+	return tenant + "." + user + "." + ModelToken(model) + ".>"
+}
+
+const (
+	codecMagic   = 'V'
+	codecVersion = 1
+	encodingInt8 = 1
+)
+
+// Encode is the stored form of v: a header naming its owner, model and entry (checked against
+// the key on every read), then the int8 components with their scale. A 1536-dimensional vector
+// takes 1536 bytes plus its header.
+func Encode(v Vector) []byte {
+	b := make([]byte, 0, 16+len(v.Tenant)+len(v.User)+len(v.Model)+len(v.ID)+len(v.Q))
+	b = append(b, codecMagic, codecVersion, encodingInt8, v.Kind)
+	for _, s := range []string{v.Tenant, v.User, v.Model, v.ID} {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	b = binary.AppendUvarint(b, uint64(len(v.Q)))
+	b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v.Scale))
+	for _, q := range v.Q {
+		b = append(b, byte(q))
+	}
+	return b
+}
+
+var errShort = errors.New("embedder: truncated vector value")
+
+// Decode reads a value written by Encode.
+func Decode(b []byte) (Vector, error) {
+	var v Vector
+	if len(b) < 4 || b[0] != codecMagic {
+		return v, errors.New("embedder: not a vector value")
+	}
+	if b[1] != codecVersion || b[2] != encodingInt8 {
+		return v, fmt.Errorf("embedder: vector value version %d encoding %d unknown", b[1], b[2])
+	}
+	v.Kind = b[3]
+	b = b[4:]
+	var fields [4]string
+	for i := range fields {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || uint64(len(b)-k) < n {
+			return v, errShort
+		}
+		fields[i] = string(b[k : k+int(n)])
+		b = b[k+int(n):]
+	}
+	v.Tenant, v.User, v.Model, v.ID = fields[0], fields[1], fields[2], fields[3]
+	dim, k := binary.Uvarint(b)
+	if k <= 0 || uint64(len(b)-k) != 4+dim {
+		return v, errShort
+	}
+	b = b[k:]
+	v.Scale = math.Float32frombits(binary.LittleEndian.Uint32(b))
+	v.Q = make([]int8, dim)
+	for i, x := range b[4:] {
+		v.Q[i] = int8(x)
+	}
+	return v, nil
+}
+
+// Vectors is the vector bucket.
+type Vectors struct {
+	kv     jetstream.KeyValue
+	js     jetstream.JetStream
+	bucket string
+	rep    *integrity.Reporter
+}
+
+// OpenVectors binds the topology's vector bucket, which must exist (events.Topology.Ensure).
+func OpenVectors(ctx context.Context, js jetstream.JetStream, topo events.Topology) (*Vectors, error) {
+	kv, err := js.KeyValue(ctx, topo.VectorBucket())
+	if err != nil {
+		return nil, fmt.Errorf("binding bucket %q: %w", topo.VectorBucket(), err)
+	}
+	return &Vectors{kv: kv, js: js, bucket: topo.VectorBucket()}, nil
+}
+
+// Instrument returns a copy of s that reports the corrupt values it reads.
+func (s *Vectors) Instrument(r *integrity.Reporter) *Vectors {
+	c := *s
+	c.rep = r
+	return &c
+}
+
+// Bucket names the bucket.
+func (s *Vectors) Bucket() string { return s.bucket }
+
+// Has reports whether the entry has a vector of model.
+func (s *Vectors) Has(ctx context.Context, tenant, user, model, id string) (bool, error) {
+	key := Key(tenant, user, model, id)
+	e, err := s.kv.Get(ctx, key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("reading %s: %w", key, err)
+	}
+	_, cerr := s.Check(key, e.Value())
+	s.rep.Report(cerr)
+	return cerr == nil, nil
+}
+
+// Put stores v once: a vector already stored under its key is kept (a vector is a function of
+// the entry's text and the model, so a second one would be the same).
+func (s *Vectors) Put(ctx context.Context, v Vector) error {
+	key := Key(v.Tenant, v.User, v.Model, v.ID)
+	_, err := s.kv.Create(ctx, key, Encode(v))
+	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		return fmt.Errorf("storing %s: %w", key, err)
+	}
+	return nil
+}
+
+// Check decodes the value of key and compares the owner, model and entry it names with the key;
+// a mismatch or an undecodable value is corrupt.
+func (s *Vectors) Check(key string, data []byte) (Vector, *integrity.Error) {
+	v, err := Decode(data)
+	if err != nil {
+		return v, integrity.Undecoded(s.bucket, key, err)
+	}
+	parts := strings.Split(key, ".")
+	if len(parts) != 4 {
+		return v, integrity.Undecoded(s.bucket, key, errors.New("key is not <tenant>.<user>.<model>.<entry>"))
+	}
+	if e := integrity.Mismatch(s.bucket, key, integrity.Tenant, v.Tenant, parts[0]); e != nil {
+		return v, e
+	}
+	if e := integrity.Mismatch(s.bucket, key, integrity.User, v.User, parts[1]); e != nil {
+		return v, e
+	}
+	if e := integrity.Mismatch(s.bucket, key, integrity.ID, ModelToken(v.Model)+"."+EntryToken(v.ID), parts[2]+"."+parts[3]); e != nil {
+		return v, e
+	}
+	return v, nil
+}
+
+// Scan calls fn with every vector of (tenant, user) made by model, in one batched read of the
+// bucket's stream. Corrupt values are reported and left out.
+func (s *Vectors) Scan(ctx context.Context, tenant, user, model string, fn func(Vector)) error {
+	return s.scan(ctx, ModelFilter(tenant, user, model), fn)
+}
+
+// ScanAll calls fn with every vector whose key matches filter ("acme.>", ">").
+func (s *Vectors) ScanAll(ctx context.Context, filter string, fn func(Vector)) error {
+	return s.scan(ctx, filter, fn)
+}
+
+func (s *Vectors) scan(ctx context.Context, filter string, fn func(Vector)) error {
+	prefix := "$KV." + s.bucket + "."
+	latest := map[string][]byte{}
+	var order []string
+	err := archive.NewReader(s.js, "KV_"+s.bucket).Scan(ctx, prefix+filter, 1, 0, func(m *jetstream.RawStreamMsg) error {
+		if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+			delete(latest, m.Subject)
+			return nil
+		}
+		if _, ok := latest[m.Subject]; !ok {
+			order = append(order, m.Subject)
+		}
+		latest[m.Subject] = m.Data
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("reading vectors %s: %w", filter, err)
+	}
+	for _, subj := range order {
+		data, ok := latest[subj]
+		if !ok {
+			continue
+		}
+		v, cerr := s.Check(strings.TrimPrefix(subj, prefix), data)
+		if cerr != nil {
+			s.rep.Report(cerr)
+			continue
+		}
+		fn(v)
+	}
+	return nil
+}
+
+// Watch follows every vector written from now on (deletes and purges included, with a nil
+// value); the caller stops it.
+func (s *Vectors) Watch(ctx context.Context) (jetstream.KeyWatcher, error) {
+	return s.kv.WatchAll(ctx, jetstream.UpdatesOnly())
+}
+
+// Forget removes every vector of a user, all models, history included, and returns how many
+// there were.
+func (s *Vectors) Forget(ctx context.Context, tenant, user string) (uint64, error) {
+	stream, err := s.js.Stream(ctx, "KV_"+s.bucket)
+	if err != nil {
+		return 0, fmt.Errorf("binding the vector stream: %w", err)
+	}
+	subject := "$KV." + s.bucket + "." + UserFilter(tenant, user)
+	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		return 0, fmt.Errorf("counting %s: %w", subject, err)
+	}
+	var n uint64
+	for _, c := range info.State.Subjects {
+		n += c
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if err := stream.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
+		return 0, fmt.Errorf("purging %s: %w", subject, err)
+	}
+	return n, nil
+}

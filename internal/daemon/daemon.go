@@ -1,6 +1,7 @@
 // Package daemon runs agentmem in one process, as memoryd does: an embedded NATS server with
 // JetStream (file storage), the streams, buckets and consumers of the topology, and every worker
-// (ingest, retriever) connected to it. Separate worker processes can connect to the same server.
+// (ingest, compressor, extractor, embedder, retriever) connected to it. Separate worker
+// processes can connect to the same server.
 package daemon
 
 import (
@@ -18,6 +19,7 @@ import (
 
 	"github.com/agentmem/agentmem/internal/broker"
 	"github.com/agentmem/agentmem/internal/compress"
+	"github.com/agentmem/agentmem/internal/embedder"
 	"github.com/agentmem/agentmem/internal/extract"
 	"github.com/agentmem/agentmem/internal/ingest"
 	"github.com/agentmem/agentmem/internal/llm"
@@ -38,6 +40,10 @@ type Config struct {
 	Retrieve retrieve.Config
 	Compress compress.Config
 	Extract  extract.Config
+	// Embed configures the embedding stage, which runs when Retrieve.Embedder is set: it embeds
+	// every applied turn, summary and fact with that embedder and stores the vectors the
+	// retriever reads (its Topology and Metrics are set from the daemon's).
+	Embed embedder.Config
 	// LLM is the OpenAI-compatible endpoint the compressor and extractor use; without one they
 	// work offline (extractive summaries, rule-based facts).
 	LLM llm.Config
@@ -74,6 +80,7 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Daemon, error)
 	}
 	cfg.Ingest.Topology, cfg.Retrieve.Topology = cfg.Topology, cfg.Topology
 	cfg.Compress.Topology, cfg.Extract.Topology = cfg.Topology, cfg.Topology
+	cfg.Embed.Topology, cfg.Embed.Metrics = cfg.Topology, cfg.Metrics
 	cfg.Ingest.Metrics, cfg.Retrieve.Metrics, cfg.Compress.Metrics = cfg.Metrics, cfg.Metrics, cfg.Metrics
 	cfg.Extract.Metrics, cfg.LLM.Metrics = cfg.Metrics, cfg.Metrics
 	cfg.Ingest.Tracer, cfg.Retrieve.Tracer = cfg.Tracer, cfg.Tracer
@@ -138,6 +145,12 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Daemon, error)
 	if err != nil {
 		return fail(err)
 	}
+	var em *embedder.Worker
+	if cfg.Retrieve.Embedder != nil {
+		if em, err = embedder.New(setup, cfg.Embed, js, cfg.Retrieve.Embedder, log); err != nil {
+			return fail(err)
+		}
+	}
 	d.ingest = in
 	runCtx, cancel := context.WithCancel(ctx)
 	d.cancel = cancel
@@ -150,6 +163,9 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Daemon, error)
 	g.Go(func() error { return rt.Run(gctx) })
 	g.Go(func() error { return cp.Run(gctx) })
 	g.Go(func() error { return ex.Run(gctx) })
+	if em != nil {
+		g.Go(func() error { return em.Run(gctx) })
+	}
 	go func() {
 		err := g.Wait()
 		if err != nil && !errors.Is(err, context.Canceled) {

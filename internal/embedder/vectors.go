@@ -302,3 +302,12 @@ func (s *Vectors) Forget(ctx context.Context, tenant, user string) (uint64, erro
 	}
 	return n, nil
 }
+
+// EntryID is the entry id of a key token made by EntryToken.
+func EntryID(token string) (string, bool) {
+	if !strings.HasPrefix(token, "=") {
+		return token, plainID.MatchString(token)
+	}
+	b, err := base64.RawURLEncoding.DecodeString(token[1:])
+	return string(b), err == nil
+}

@@ -29,9 +29,9 @@ const forgetGrace = 750 * time.Millisecond
 
 // Forget removes everything of one user: every session's short-term state (replaced by a
 // tombstone header so that turns in flight are not applied again), archived turns, pressure,
-// summary and fact events, dead letters, usage counters, facts, summaries and the session index
-// (purged, history included), then announces it with a "forgotten" fact event, which retrievers
-// use to drop their caches. It returns counts of what it removed.
+// summary and fact events, dead letters, usage counters, facts, summaries, the session index and
+// the user's vectors (purged, history included), then announces it with a "forgotten" fact
+// event, which retrievers use to drop their caches. It returns counts of what it removed.
 func (w *Worker) Forget(ctx context.Context, tenant, user string) (map[string]int, error) {
 	if err := events.ValidateToken("tenant", tenant); err != nil {
 		return nil, err
@@ -133,6 +133,12 @@ func (w *Worker) forgetPass(ctx context.Context, tenant, user string, counts map
 	if _, err := w.store.Forget(ctx, tenant, user); err != nil {
 		return err
 	}
+	// The user's vectors, every model's (package embedder), history included.
+	n, err = w.purgeKV(ctx, topo.VectorBucket(), tenant+"."+user+".>")
+	if err != nil {
+		return err
+	}
+	counts["vectors"] += int(n)
 	return nil
 }
 

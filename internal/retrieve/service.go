@@ -18,6 +18,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmem/agentmem/internal/archive"
+	"github.com/agentmem/agentmem/internal/embedder"
+	"github.com/agentmem/agentmem/internal/integrity"
 	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/rank"
 	"github.com/agentmem/agentmem/internal/reply"
@@ -50,6 +52,8 @@ type Service struct {
 	views   *viewCache
 	users   *userCache
 	long    *longterm.Store
+	vectors *embedder.Vectors
+	rep     *integrity.Reporter
 	js      jetstream.JetStream
 	counter memory.Counter
 	log     zerolog.Logger
@@ -76,7 +80,12 @@ func New(ctx context.Context, cfg Config, nc *nats.Conn, js jetstream.JetStream,
 	if err != nil {
 		return nil, err
 	}
+	vectors, err := embedder.OpenVectors(ctx, js, cfg.Topology)
+	if err != nil {
+		return nil, err
+	}
 	return &Service{
+		vectors: vectors,
 		users:   newUserCache(cfg.MaxUserBytes),
 		long:    long,
 		js:      js,
@@ -292,8 +301,11 @@ func (c candidate) fused() float64 {
 	return (c.relevance + *c.vector) / 2
 }
 
-// merge combines keyword hits and vector hits of one source into candidates.
-func merge(kw []rank.Hit, vec map[string]float64, embedding bool, entry func(id string) (memory.Entry, bool), source string, session func(memory.Entry) string) []candidate {
+// merge combines keyword hits and vector hits of one source into candidates. hasVector, nil when
+// the query has no vector, tells the entries that have a stored vector (their vector relevance is
+// reported, 0 when they are not among the nearest) from those the embedding stage has not reached
+// (no vector relevance).
+func merge(kw []rank.Hit, vec map[string]float64, hasVector func(id string) bool, entry func(id string) (memory.Entry, bool), source string, session func(memory.Entry) string) []candidate {
 	var out []candidate
 	seen := map[string]bool{}
 	add := func(id string, keyword, relevance float64) {
@@ -303,7 +315,7 @@ func merge(kw []rank.Hit, vec map[string]float64, embedding bool, entry func(id 
 		}
 		seen[id] = true
 		c := candidate{entry: e, source: source, session: session(e), keyword: keyword, relevance: relevance}
-		if embedding {
+		if hasVector != nil && hasVector(id) {
 			v := vec[id]
 			c.vector = &v
 		}
@@ -381,7 +393,7 @@ func (s *Service) Retrieve(ctx context.Context, tenant string, req events.Retrie
 	// Short first: an id that is in short-term memory is reported from there.
 	if slices.Contains(sources, memory.SourceShort) && sv != nil {
 		start := time.Now()
-		cands = append(cands, s.shortCandidates(ctx, sv, req.Query, qv, req.Session, at, k)...)
+		cands = append(cands, s.shortCandidates(ctx, sv, req.Query, qv, user, req.Session, at, k)...)
 		s.cfg.Metrics.RetrieveSource("short", time.Since(start))
 	}
 	wantLong, wantArchive := slices.Contains(sources, memory.SourceLong), slices.Contains(sources, memory.SourceArchive)
@@ -485,19 +497,24 @@ func (s *Service) refreshView(ctx context.Context, v *view, req events.RetrieveR
 	}
 }
 
-func (s *Service) shortCandidates(ctx context.Context, v *view, query string, qv []float32, sessionID string, at time.Time, k int) []candidate {
+func (s *Service) shortCandidates(ctx context.Context, v *view, query string, qv []float32, user, sessionID string, at time.Time, k int) []candidate {
+	var stored *storedVectors
+	if qv != nil && user != "" {
+		stored = s.userVectors(ctx, userKey{v.state.Key.Tenant, user})
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	byID := make(map[string]*memory.Entry, len(v.entries))
-	texts := make(map[string]string, len(v.entries))
+	ids := make([]string, 0, len(v.entries))
 	for i := range v.entries {
 		byID[v.entries[i].ID] = &v.entries[i]
-		texts[v.entries[i].ID] = v.entries[i].Content
+		ids = append(ids, v.entries[i].ID)
 	}
 	var vec map[string]float64
-	if s.cfg.Embedder != nil {
-		v.vecs.ensure(ctx, s.cfg.Embedder, texts, s.log)
-		vec = v.vecs.search(qv, k)
+	var hasVector func(string) bool
+	if stored != nil {
+		v.vecs.sync(stored, ids, s.log)
+		vec, hasVector = v.vecs.search(qv, k), v.vecs.has
 	}
 	entry := func(id string) (memory.Entry, bool) {
 		e, ok := byID[id]
@@ -506,11 +523,25 @@ func (s *Service) shortCandidates(ctx context.Context, v *view, query string, qv
 		}
 		return *e, true
 	}
-	return merge(v.index.Search(query, k), vec, s.cfg.Embedder != nil, entry, memory.SourceShort, func(memory.Entry) string { return sessionID })
+	return merge(v.index.Search(query, k), vec, hasVector, entry, memory.SourceShort, func(memory.Entry) string { return sessionID })
+}
+
+// userVectors returns a user's stored vectors of the retriever's model, read from the vector
+// bucket the first time the user's view needs them.
+func (s *Service) userVectors(ctx context.Context, key userKey) *storedVectors {
+	uv := s.users.get(key)
+	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	uv.bytes.Add(uv.vecs.load(lctx, s.vectors, key.tenant, key.user, s.cfg.Embedder.Name(), s.log))
+	return uv.vecs
 }
 
 // userCandidates scores a user's long-term memory and archive.
 func (s *Service) userCandidates(ctx context.Context, key userKey, query string, qv []float32, at time.Time, k int, long, arch bool) ([]candidate, *Error) {
+	var stored *storedVectors
+	if qv != nil {
+		stored = s.userVectors(ctx, key)
+	}
 	uv := s.users.get(key)
 	uv.mu.Lock()
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -519,7 +550,6 @@ func (s *Service) userCandidates(ctx context.Context, key userKey, query string,
 		uv.mu.Unlock()
 		return nil, &Error{Code: 500, Message: "reading long-term memory: " + err.Error()}
 	}
-	embedding := s.cfg.Embedder != nil
 	sessionOf := func(e memory.Entry) string {
 		sess, _ := e.Metadata["session"].(string)
 		return sess
@@ -527,19 +557,20 @@ func (s *Service) userCandidates(ctx context.Context, key userKey, query string,
 	var out []candidate
 	if long {
 		var vec map[string]float64
-		if embedding {
-			texts := make(map[string]string, len(uv.long))
-			for id, e := range uv.long {
-				texts[id] = searchText(e)
+		var hasVector func(string) bool
+		if stored != nil {
+			ids := make([]string, 0, len(uv.long))
+			for id := range uv.long {
+				ids = append(ids, id)
 			}
-			uv.longVecs.ensure(rctx, s.cfg.Embedder, texts, s.log)
-			vec = uv.longVecs.search(qv, k)
+			uv.longVecs.sync(stored, ids, s.log)
+			vec, hasVector = uv.longVecs.search(qv, k), uv.longVecs.has
 		}
 		entry := func(id string) (memory.Entry, bool) {
 			e, ok := uv.long[id]
 			return e, ok && uv.visibleAt(id, at)
 		}
-		out = append(out, merge(uv.longIdx.Search(query, k), vec, embedding, entry, memory.SourceLong, sessionOf)...)
+		out = append(out, merge(uv.longIdx.Search(query, k), vec, hasVector, entry, memory.SourceLong, sessionOf)...)
 	}
 	if arch {
 		if err := uv.refreshArchive(rctx, s.store, s.reader); err != nil {
@@ -547,19 +578,20 @@ func (s *Service) userCandidates(ctx context.Context, key userKey, query string,
 			return nil, &Error{Code: 500, Message: "reading the archive: " + err.Error()}
 		}
 		var vec map[string]float64
-		if embedding {
-			texts := make(map[string]string, len(uv.archive))
-			for id, e := range uv.archive {
-				texts[id] = e.Content
+		var hasVector func(string) bool
+		if stored != nil {
+			ids := make([]string, 0, len(uv.archive))
+			for id := range uv.archive {
+				ids = append(ids, id)
 			}
-			uv.archVecs.ensure(rctx, s.cfg.Embedder, texts, s.log)
-			vec = uv.archVecs.search(qv, k)
+			uv.archVecs.sync(stored, ids, s.log)
+			vec, hasVector = uv.archVecs.search(qv, k), uv.archVecs.has
 		}
 		entry := func(id string) (memory.Entry, bool) {
 			e, ok := uv.archive[id]
 			return e, ok && !e.Timestamp.After(at)
 		}
-		out = append(out, merge(uv.archIdx.Search(query, k), vec, embedding, entry, memory.SourceArchive, sessionOf)...)
+		out = append(out, merge(uv.archIdx.Search(query, k), vec, hasVector, entry, memory.SourceArchive, sessionOf)...)
 	}
 	sessions := make([]string, 0, len(uv.sessions))
 	for name := range uv.sessions {

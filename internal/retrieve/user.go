@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/agentmem/agentmem/internal/archive"
+	"github.com/agentmem/agentmem/internal/embedder"
 	"github.com/agentmem/agentmem/internal/integrity"
 	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/rank"
@@ -43,7 +44,10 @@ type userView struct {
 	archive  map[string]memory.Entry
 	archIdx  *rank.Index
 	archVecs vectorSet
-	bytes    atomic.Int64 // approximate memory held, read by the cache without the view's lock
+	// vecs are the user's stored vectors of the retriever's model (package embedder), loaded
+	// with the view and followed as they are written.
+	vecs  *storedVectors
+	bytes atomic.Int64 // approximate memory held, read by the cache without the view's lock
 }
 
 // archiveSession is what the archive has read of one session.
@@ -57,6 +61,7 @@ func newUserView(k userKey) *userView {
 	return &userView{
 		key: k, long: map[string]memory.Entry{}, longIdx: rank.NewIndex(longRank),
 		sessions: map[string]*archiveSession{}, archive: map[string]memory.Entry{}, archIdx: rank.NewIndex(archiveRank),
+		vecs: newStoredVectors(),
 	}
 }
 
@@ -301,6 +306,16 @@ func (c *userCache) noteSessions(v *userView, sessions []string) {
 	}
 }
 
+// peek returns a user's view if it is cached, without making it most recently used.
+func (c *userCache) peek(k userKey) *userView {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[k]; ok {
+		return el.Value.(*userView)
+	}
+	return nil
+}
+
 // markLong marks a user's long-term memory changed.
 func (c *userCache) markLong(k userKey) {
 	c.mu.Lock()
@@ -366,12 +381,37 @@ func (s *Service) watch(ctx context.Context, js jetstream.JetStream) error {
 		_ = lw.Stop()
 		return err
 	}
+	// Vectors the embedding stage writes from now on go straight into the views of cached users;
+	// a view made later reads them with the rest (storedVectors.load).
+	var vw jetstream.KeyWatcher
+	var vecUpdates <-chan jetstream.KeyValueEntry
+	if s.cfg.Embedder != nil {
+		if vw, err = s.vectors.Watch(ctx); err != nil {
+			_ = lw.Stop()
+			_ = sw.Stop()
+			return err
+		}
+		vecUpdates = vw.Updates()
+	}
 	go func() {
-		defer func() { _ = lw.Stop(); _ = sw.Stop() }()
+		defer func() {
+			_ = lw.Stop()
+			_ = sw.Stop()
+			if vw != nil {
+				_ = vw.Stop()
+			}
+		}()
 		for {
 			select {
 			case <-ctx.Done():
 				return
+			case e, ok := <-vecUpdates:
+				if !ok {
+					return
+				}
+				if e != nil {
+					s.followVector(e)
+				}
 			case e, ok := <-lw.Updates():
 				if !ok {
 					return
@@ -399,6 +439,32 @@ func (s *Service) watch(ctx context.Context, js jetstream.JetStream) error {
 	return nil
 }
 
+// followVector applies one change of the vector bucket to the view of its user, if that user is
+// cached: a new vector of the retriever's model is added, a deleted one removed. Vectors of other
+// models are never read.
+func (s *Service) followVector(e jetstream.KeyValueEntry) {
+	parts := strings.Split(e.Key(), ".")
+	if len(parts) != 4 || parts[2] != embedder.ModelToken(s.cfg.Embedder.Name()) {
+		return
+	}
+	uv := s.users.peek(userKey{parts[0], parts[1]})
+	if uv == nil {
+		return
+	}
+	if e.Operation() != jetstream.KeyValuePut {
+		if id, ok := embedder.EntryID(parts[3]); ok {
+			uv.vecs.remove(id)
+		}
+		return
+	}
+	v, cerr := s.vectors.Check(e.Key(), e.Value())
+	if cerr != nil {
+		s.rep.Report(cerr)
+		return
+	}
+	uv.bytes.Add(uv.vecs.put(v))
+}
+
 // instrument makes the session and long-term stores report the corrupt values they read (a value
 // of another tenant, session or user than its key, or one that does not decode: logged at Warn,
 // counted in agentmem_kv_corrupt_total). The stores read such a value as absent whether or not
@@ -406,5 +472,6 @@ func (s *Service) watch(ctx context.Context, js jetstream.JetStream) error {
 // Start, before the first request is served.
 func (s *Service) instrument() {
 	rep := integrity.NewReporter(s.cfg.Metrics, s.log)
-	s.store, s.long = s.store.Instrument(rep), s.long.Instrument(rep)
+	s.store, s.long, s.vectors = s.store.Instrument(rep), s.long.Instrument(rep), s.vectors.Instrument(rep)
+	s.rep = rep
 }

@@ -7,10 +7,13 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentmem/agentmem/internal/embed"
+	"github.com/agentmem/agentmem/internal/embedder"
 	"github.com/agentmem/agentmem/internal/vector"
 )
 
-// Embedder turns texts into vectors (see embed.Embedder).
+// Embedder turns texts into vectors (see embed.Embedder). The retriever embeds only queries with
+// it; the vectors of stored entries are made by the embedding stage (package embedder) and read
+// from the vector bucket.
 type Embedder = embed.Embedder
 
 // vectorFloor is the cosine below which an embedding says nothing: vector relevance is
@@ -23,50 +26,118 @@ func vectorRelevance(cos float64) float64 {
 	return max(0, (cos-vectorFloor)/(1-vectorFloor))
 }
 
-// vectorSet holds the vectors of one index's entries, for one embedder. It is created empty and
+// storedVectors are a user's vectors of one model as the embedding stage stored them (int8, as
+// stored: a quarter of float32), loaded with the user's view and kept current by the service's
+// watcher of the vector bucket. Safe for concurrent use.
+type storedVectors struct {
+	mu     sync.Mutex
+	loaded bool
+	byID   map[string]embedder.Vector
+}
+
+func newStoredVectors() *storedVectors {
+	return &storedVectors{byID: map[string]embedder.Vector{}}
+}
+
+// load reads the user's vectors of model once; a failed read leaves them unloaded (ranked by
+// keywords) for the next request to try again. It returns the bytes the vectors take.
+func (sv *storedVectors) load(ctx context.Context, store *embedder.Vectors, tenant, user, model string, log zerolog.Logger) int64 {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	if sv.loaded {
+		return 0
+	}
+	var n int64
+	err := store.Scan(ctx, tenant, user, model, func(v embedder.Vector) {
+		if _, ok := sv.byID[v.ID]; !ok {
+			sv.byID[v.ID] = v
+			n += vectorBytes(v)
+		}
+	})
+	if err != nil {
+		log.Warn().Err(err).Str("tenant", tenant).Str("user", user).Msg("loading vectors; ranking by keywords meanwhile")
+		return n
+	}
+	sv.loaded = true
+	return n
+}
+
+// put adds a vector the watcher saw written; it returns the bytes it adds.
+func (sv *storedVectors) put(v embedder.Vector) int64 {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	if _, ok := sv.byID[v.ID]; ok {
+		return 0
+	}
+	sv.byID[v.ID] = v
+	return vectorBytes(v)
+}
+
+// remove forgets a vector whose key was deleted or purged.
+func (sv *storedVectors) remove(id string) {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	delete(sv.byID, id)
+}
+
+// get returns the vector of an entry.
+func (sv *storedVectors) get(id string) (embedder.Vector, bool) {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	v, ok := sv.byID[id]
+	return v, ok
+}
+
+// vectorBytes is the approximate memory of a stored vector (its int8 components, id and map
+// entry) and of its float32 copy in a search index.
+func vectorBytes(v embedder.Vector) int64 {
+	return int64(5*len(v.Q) + 2*len(v.ID) + 160)
+}
+
+// vectorSet is the search index over the vectors of one index's entries. It is created empty and
 // learns its dimension from the first vector.
 type vectorSet struct {
 	mu   sync.Mutex
-	name string
 	ix   *vector.Index
 	have map[string]bool
 }
 
-// ensure embeds the texts (id → text) the set has no vector for. A failing embedder leaves the
-// set as it is: the request ranks by keywords alone and the next one tries again.
-func (vs *vectorSet) ensure(ctx context.Context, emb Embedder, texts map[string]string, log zerolog.Logger) {
+// sync adds to the set the stored vectors of the given entries it does not hold yet; entries
+// without a stored vector are left out (the embedding stage has not reached them).
+func (vs *vectorSet) sync(stored *storedVectors, ids []string, log zerolog.Logger) {
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
-	if vs.name != emb.Name() {
-		vs.ix, vs.have, vs.name = nil, map[string]bool{}, emb.Name()
+	if vs.have == nil {
+		vs.have = map[string]bool{}
 	}
-	var ids []string
-	var batch []string
-	for id, text := range texts {
-		if !vs.have[id] && text != "" {
-			ids = append(ids, id)
-			batch = append(batch, text)
+	for _, id := range ids {
+		if vs.have[id] {
+			continue
 		}
-	}
-	if len(batch) == 0 {
-		return
-	}
-	vecs, err := emb.Embed(ctx, batch)
-	if err != nil {
-		log.Warn().Err(err).Int("texts", len(batch)).Msg("embedding; ranking by keywords meanwhile")
-		return
-	}
-	for i, v := range vecs {
+		v, ok := stored.get(id)
+		if !ok {
+			continue
+		}
+		f := v.Float32()
 		if vs.ix == nil {
-			if vs.ix, err = vector.New(vector.Config{Dim: len(v)}); err != nil {
+			ix, err := vector.New(vector.Config{Dim: len(f)})
+			if err != nil {
 				log.Warn().Err(err).Msg("vector index")
 				return
 			}
+			vs.ix = ix
 		}
-		if err := vs.ix.Add(ids[i], v); err == nil {
-			vs.have[ids[i]] = true
+		if err := vs.ix.Add(id, f); err == nil {
+			vs.have[id] = true
 		}
 	}
+}
+
+// has reports whether the set holds a vector of the entry.
+func (vs *vectorSet) has(id string) bool {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	return vs.have[id]
 }
 
 // remove forgets the vectors of entries that left the index.

@@ -88,6 +88,7 @@ type Worker struct {
 	reader   *archive.Reader
 	llm      *summarize.Summarizer
 	fallback *summarize.Summarizer
+	memo     *memoChat // nil without an LLM
 	run      *worker.Worker
 	log      zerolog.Logger
 
@@ -150,7 +151,12 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 	}
 	w.llm = w.fallback
 	if chat != nil {
-		w.llm = summarize.New(cfg.Summarize, chat, model)
+		kv, err := js.KeyValue(ctx, topo.MemoBucket())
+		if err != nil {
+			return nil, fmt.Errorf("binding bucket %q: %w", topo.MemoBucket(), err)
+		}
+		w.memo = &memoChat{next: chat, js: js, bucket: topo.MemoBucket(), kv: kv, metrics: cfg.Metrics, log: w.log}
+		w.llm = summarize.New(cfg.Summarize, w.memo, model)
 	}
 	w.run = worker.New(worker.Config{
 		Name: "compressor", Stream: topo.PressureStream(), Consumer: topo.CompressorConsumer(),
@@ -259,6 +265,12 @@ func (w *Worker) Compress(ctx context.Context, tenant string, p events.Pressure)
 	if len(entries) == 0 {
 		return longterm.Summary{}, false, worker.Permanent(fmt.Errorf("none of the %d entries the pressure event names exists any more", len(p.EntryIDs)))
 	}
+	// Everything that can make this attempt fail without the model is checked before the model is
+	// asked: a session ingest has not committed yet is retried later, a forgotten one dropped.
+	if err := w.committed(ctx, tenant, p); err != nil {
+		return longterm.Summary{}, false, err
+	}
+	ctx, memo := withMemo(ctx, tenant, sess, p.SummaryID)
 	start := time.Now()
 	res, err := w.llm.Summarize(ctx, entries, p.SummaryTokens)
 	if res.Usage.Calls > 0 {
@@ -313,11 +325,27 @@ func (w *Worker) Compress(ctx context.Context, tenant string, p events.Pressure)
 	if _, err := w.store.PutSummary(ctx, sum); err != nil {
 		return longterm.Summary{}, false, err
 	}
+	if w.memo != nil && mode == "llm" {
+		w.cfg.Metrics.SummaryCalls(int(memo.made.Load() + memo.reused.Load()))
+		if err := w.memo.forget(ctx, memo); err != nil {
+			w.log.Warn().Err(err).Msg("the memo bucket's TTL removes it instead")
+		}
+	}
 	w.cfg.Metrics.Compression(mode, tokens(entries), sum.Tokens, time.Since(start), nil)
 	w.log.Info().Str("tenant", tenant).Str("session", sess).Int("pressure", p.Number).Int("entries", len(entries)).
 		Int("tokens_before", tokens(entries)).Int("tokens_after", sum.Tokens).Int("llm_calls", res.Usage.Calls).
 		Dur("took", time.Since(start)).Msg("compressed")
 	return sum, true, nil
+}
+
+// committed fails with errNotCommitted while ingest has not committed the session that asked
+// for the compression; a session forgotten meanwhile is for Compress's check after the model.
+func (w *Worker) committed(ctx context.Context, tenant string, p events.Pressure) error {
+	_, _, err := w.sessions.Header(ctx, session.Key{Tenant: tenant, Session: p.Session})
+	if errors.Is(err, session.ErrNotFound) {
+		return fmt.Errorf("%w: %s/%s", errNotCommitted, tenant, p.Session)
+	}
+	return err
 }
 
 func tokens(es []memory.Entry) int {

@@ -121,6 +121,10 @@ func (w *Worker) forgetPass(ctx context.Context, tenant, user string, counts map
 		if _, err := w.purgeKV(ctx, topo.UsageBucket(), tenant+"."+sess); err != nil {
 			return err
 		}
+		// LLM answers of a compression of the session still in progress, or never finished.
+		if _, err := w.purgeKV(ctx, topo.MemoBucket(), tenant+"."+sess+".>"); err != nil {
+			return err
+		}
 	}
 	counts["facts"] += len(recs.Facts)
 	counts["summaries"] += len(recs.Summaries)

@@ -49,6 +49,8 @@ type Metrics struct {
 	compressTokens *prometheus.CounterVec
 	compressSaved  prometheus.Counter
 	compressTime   *prometheus.HistogramVec
+	compressCalls  *prometheus.CounterVec
+	summaryCalls   prometheus.Histogram
 
 	extractions *prometheus.CounterVec
 	facts       *prometheus.CounterVec
@@ -113,6 +115,10 @@ func New() *Metrics {
 	m.compressTokens = f.counterVec("compression_tokens_total", "Tokens of the turns compressed (direction=in) and of the summaries written (direction=out).", "direction")
 	m.compressSaved = f.counter("compression_tokens_saved_total", "Tokens removed from short-term memory by compression (in minus out).")
 	m.compressTime = f.histogramVec("compression_seconds", "Time to compress one range, by mode.", "mode")
+	m.compressCalls = f.counterVec("compression_llm_calls_total", "LLM calls of compressions: made (sent to the model) or reused (answered from the memo of an interrupted attempt at the same summary).", "outcome")
+	m.summaryCalls = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: Namespace, Name: "summary_llm_calls",
+		Help: "LLM answers one stored summary used: made by its last attempt or reused from the memo of an earlier one (compare with llm_requests_total for repeats).", Buckets: []float64{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64}})
+	reg.MustRegister(m.summaryCalls)
 
 	m.extractions = f.counterVec("extractions_total", "Fact extraction runs, by mode (rules, llm) and outcome (ok, error).", "mode", "outcome")
 	m.facts = f.counterVec("facts_total", "Changes to long-term facts, by change (added, superseded, reinforced, deleted, corrected).", "change")
@@ -324,6 +330,22 @@ func (m *Metrics) Compression(mode string, in, out int, d time.Duration, err err
 		m.compressSaved.Add(float64(in - out))
 	}
 	m.compressTime.WithLabelValues(mode).Observe(d.Seconds())
+}
+
+// CompressionCall counts an LLM call of a compression: outcome "made" or "reused".
+func (m *Metrics) CompressionCall(outcome string) {
+	if m == nil {
+		return
+	}
+	m.compressCalls.WithLabelValues(outcome).Inc()
+}
+
+// SummaryCalls records the LLM answers one stored summary used (made or reused).
+func (m *Metrics) SummaryCalls(n int) {
+	if m == nil {
+		return
+	}
+	m.summaryCalls.Observe(float64(n))
 }
 
 // Embedded counts texts the embedding stage embedded with model.

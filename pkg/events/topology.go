@@ -127,6 +127,14 @@ func (t Topology) LongTermBucket() string { return t.Prefix + "_LONGTERM" }
 // UsageBucket names the KV bucket of LLM usage counters (key "<tenant>.<session>").
 func (t Topology) UsageBucket() string { return t.Prefix + "_USAGE" }
 
+// MemoBucket names the KV bucket of LLM answers kept while a compression is made (key
+// "<tenant>.<session>.<summary hash>.<request hash>", package compress): a redelivered compression
+// reuses them instead of asking the model again.
+func (t Topology) MemoBucket() string { return t.Prefix + "_MEMO" }
+
+// MemoTTL is how long an LLM answer stays in the memo bucket when its compression never finishes.
+const MemoTTL = 24 * time.Hour
+
 // VectorBucket names the KV bucket of embeddings: one vector per entry and embedding model, key
 // "<tenant>.<user>.<model token>.<entry token>" (package embedder).
 func (t Topology) VectorBucket() string { return t.Prefix + "_VECTORS" }
@@ -268,6 +276,14 @@ func (t Topology) BucketConfigs() []jetstream.KeyValueConfig {
 			Bucket:      t.UsageBucket(),
 			Description: "agentmem LLM usage per session: calls, input and output tokens",
 			History:     1,
+			Storage:     t.Storage,
+			Replicas:    t.Replicas,
+		},
+		{
+			Bucket:      t.MemoBucket(),
+			Description: "agentmem LLM answers of compressions in progress, reused by a redelivered attempt",
+			History:     1,
+			TTL:         MemoTTL,
 			Storage:     t.Storage,
 			Replicas:    t.Replicas,
 		},

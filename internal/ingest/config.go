@@ -78,6 +78,9 @@ type Config struct {
 	Member string
 	// MemberTTL is how long a member that stopped its heartbeats keeps its partitions (default 6s).
 	MemberTTL time.Duration
+	// Heartbeat is how often a batch still being handled sends InProgress for its messages
+	// (default a third of events.IngestAckWait).
+	Heartbeat time.Duration
 	static    bool
 	// CachedSessions bounds the sessions each partition keeps in memory (default 1,024).
 	CachedSessions int
@@ -92,6 +95,14 @@ const DefaultIdleTimeout = 30 * time.Minute
 
 // DefaultRepressureAfter is how long ingest waits for a summary before re-emitting its pressure.
 const DefaultRepressureAfter = 10 * time.Minute
+
+// heartbeat is how often a batch still being handled extends its messages' AckWait.
+func (c Config) heartbeat() time.Duration {
+	if c.Heartbeat > 0 {
+		return c.Heartbeat
+	}
+	return events.IngestAckWait / 3
+}
 
 func (c Config) withDefaults() Config {
 	if c.Topology.Prefix == "" {

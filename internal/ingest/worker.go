@@ -241,20 +241,56 @@ func (w *Worker) serve(ctx context.Context, feeds []*feed, handlers []func([]jet
 		if i == len(feeds) {
 			break
 		}
-		handlers[i](w.next(v.Interface().(jetstream.Msg), feeds[i].ch))
+		w.handle(handlers[i], w.next(v.Interface().(jetstream.Msg), feeds[i].ch))
 	}
 	for _, f := range feeds {
 		f.cc.Drain()
 	}
 	for i, f := range feeds {
-		// The delivery callback never blocks (the channel holds everything in flight), so the
-		// drain completes; then everything it delivered is handled.
-		<-f.cc.Closed()
+		// The channel holds everything the consumer may have in flight, but a redelivery of a
+		// message still waiting in it is a second copy: keep handling while the drain completes,
+		// so a full channel never blocks the delivery callback for good.
+		for done := false; !done; {
+			select {
+			case m := <-f.ch:
+				w.handle(handlers[i], w.next(m, f.ch))
+			case <-f.cc.Closed():
+				done = true
+			}
+		}
 		for len(f.ch) > 0 {
-			handlers[i](w.next(<-f.ch, f.ch))
+			w.handle(handlers[i], w.next(<-f.ch, f.ch))
 		}
 	}
 	return nil
+}
+
+// handle runs handler on batch. A batch that takes longer than a third of the AckWait (a commit
+// waiting out a JetStream leader change) keeps its messages with InProgress heartbeats, so a short
+// AckWait brings a dead process's messages back quickly without redelivering a live one's.
+func (w *Worker) handle(handler func([]jetstream.Msg), batch []jetstream.Msg) {
+	every := w.cfg.heartbeat()
+	var mu sync.Mutex
+	stopped := false
+	var t *time.Timer
+	mu.Lock()
+	t = time.AfterFunc(every, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		for _, m := range batch {
+			_ = m.InProgress()
+		}
+		t.Reset(every)
+	})
+	mu.Unlock()
+	handler(batch)
+	mu.Lock()
+	stopped = true
+	t.Stop()
+	mu.Unlock()
 }
 
 // partition holds the sessions one partition goroutine owns, most recently used first. The

@@ -1,0 +1,504 @@
+package embedder_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/agentmem/agentmem/internal/broker"
+	"github.com/agentmem/agentmem/internal/daemon"
+	"github.com/agentmem/agentmem/internal/daemon/daemontest"
+	"github.com/agentmem/agentmem/internal/embed"
+	"github.com/agentmem/agentmem/internal/embedder"
+	"github.com/agentmem/agentmem/internal/ingest"
+	"github.com/agentmem/agentmem/internal/llm/llmtest"
+	"github.com/agentmem/agentmem/internal/metrics"
+	"github.com/agentmem/agentmem/internal/retrieve"
+	"github.com/agentmem/agentmem/pkg/client"
+	"github.com/agentmem/agentmem/pkg/events"
+)
+
+// concepts are the fake model's dimensions: words of a concept share one, so texts about the same
+// thing are close without sharing a word.
+var concepts = [][]string{
+	{"cat", "cats", "feline", "felines", "kitten", "pet"},
+	{"dog", "dogs", "puppy", "canine"},
+	{"tea", "coffee", "drink", "beverage"},
+	{"paris", "city", "live", "home"},
+}
+
+func conceptVector(text string) []float64 {
+	v := make([]float64, len(concepts)+1)
+	v[len(concepts)] = 0.05 // every text a little alike
+	for _, w := range strings.Fields(strings.ToLower(text)) {
+		w = strings.Trim(w, ".,!?'")
+		for d, words := range concepts {
+			if slices.Contains(words, w) {
+				v[d]++
+			}
+		}
+	}
+	return v
+}
+
+// model is a counting OpenAI-compatible embeddings server: it records every text it embedded
+// (failed requests embed nothing) and fails while fail is set, or for the requests failFirst
+// names.
+type model struct {
+	srv       *llmtest.Server
+	emb       *embed.OpenAI
+	fail      atomic.Bool
+	failFirst int
+	failed    atomic.Int64
+	mu        sync.Mutex
+	texts     []string
+}
+
+func newModel(t *testing.T, name string, edit func(*model)) *model {
+	t.Helper()
+	m := &model{}
+	if edit != nil {
+		edit(m)
+	}
+	m.srv = llmtest.NewServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		var buf bytes.Buffer
+		_, _ = buf.ReadFrom(r.Body)
+		req, err := llmtest.DecodeEmbeddings(buf.Bytes())
+		if err != nil {
+			llmtest.WriteError(w, http.StatusBadRequest, "invalid_request_error", "", err.Error())
+			return
+		}
+		if m.fail.Load() || n <= m.failFirst {
+			m.failed.Add(1)
+			llmtest.WriteError(w, http.StatusInternalServerError, "server_error", "", "the model is down")
+			return
+		}
+		data := make([]llmtest.Embedding, len(req.Input))
+		for i, text := range req.Input {
+			data[i] = llmtest.Embedding{Index: i, Vector: conceptVector(text)}
+		}
+		m.mu.Lock()
+		m.texts = append(m.texts, req.Input...)
+		m.mu.Unlock()
+		llmtest.WriteEmbeddings(w, req.Model, data, len(req.Input))
+	})
+	emb, err := embed.NewOpenAI(embed.Config{BaseURL: m.srv.URL, Model: name, MaxAttempts: 1,
+		MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.emb = emb
+	return m
+}
+
+// embedded returns the texts embedded so far.
+func (m *model) embedded() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.texts)
+}
+
+// checkFor polls fn every interval until it reports true, failing the test after timeout.
+func checkFor(t *testing.T, timeout time.Duration, what string, fn func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !fn() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// vectorCount counts the stored vectors whose keys match filter.
+func vectorCount(t *testing.T, js jetstream.JetStream, filter string) int {
+	t.Helper()
+	topo := events.DefaultTopology()
+	s, err := js.Stream(context.Background(), "KV_"+topo.VectorBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(context.Background(), jetstream.WithSubjectFilter("$KV."+topo.VectorBucket()+"."+filter))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, c := range info.State.Subjects {
+		n += int(c)
+	}
+	return n
+}
+
+// embedLag is the embedding stage's lag (ok false while its consumers do not exist).
+func embedLag(t *testing.T, js jetstream.JetStream) (uint64, bool) {
+	t.Helper()
+	topo := events.DefaultTopology()
+	lags, err := metrics.ConsumerLag(context.Background(), js, topo, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return metrics.EmbedLag(topo, lags)
+}
+
+func caughtUp(t *testing.T, js jetstream.JetStream, filter string, want int) func() bool {
+	return func() bool {
+		lag, ok := embedLag(t, js)
+		return ok && lag == 0 && vectorCount(t, js, filter) == want
+	}
+}
+
+// sessionHeader reads the counters of a session's header.
+func sessionHeader(t *testing.T, js jetstream.JetStream, tenant, sess string) (turns, rejected int) {
+	t.Helper()
+	kv, err := js.KeyValue(context.Background(), events.DefaultTopology().SessionBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := kv.Get(context.Background(), tenant+"."+sess)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return 0, 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h struct{ Turns, Rejected int }
+	if err := json.Unmarshal(e.Value(), &h); err != nil {
+		t.Fatal(err)
+	}
+	return h.Turns, h.Rejected
+}
+
+var story = []string{
+	"I adore felines more than anything.",
+	"The weather was rainy all week.",
+	"My neighbour has a loud puppy.",
+	"Every morning I drink green tea.",
+	"I live in Paris and I work as a nurse.",
+	"The train was late again today.",
+}
+
+// publish publishes n turns of user in session sess (the story, numbered), and returns their
+// contents.
+func publish(t *testing.T, cl *client.Client, sess, user string, n int) []string {
+	t.Helper()
+	var out []string
+	for i := range n {
+		text := story[i%len(story)]
+		if i >= len(story) {
+			text = fmt.Sprintf("%s (%d)", text, i)
+		}
+		if _, err := cl.Publish(context.Background(), client.Turn{ID: fmt.Sprintf("%s-%03d", sess, i), Session: sess, User: user, Role: "user", Content: text}); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, text)
+	}
+	return out
+}
+
+func newClient(t *testing.T, nc *nats.Conn, tenant string) *client.Client {
+	t.Helper()
+	cl, err := client.New(nc, client.Options{Tenant: tenant})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+func userFilter(model string) string {
+	return "acme.alice." + embedder.ModelToken(model) + ".>"
+}
+
+func retrieveArchive(t *testing.T, cl *client.Client, query string) events.RetrieveReply {
+	t.Helper()
+	r, err := cl.Retrieve(context.Background(), events.RetrieveRequest{Query: query, User: "alice", Session: "s1",
+		Sources: []string{"short", "long", "archive"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestTurnsAreEmbeddedOnceBeforeAnyQuery: the stage embeds every applied turn (never a rejected
+// one) before anyone asks; a query embeds only its own text and is answered with scores.vector;
+// after a restart nothing is embedded again.
+func TestTurnsAreEmbeddedOnceBeforeAnyQuery(t *testing.T) {
+	m := newModel(t, "concepts", nil)
+	dir := t.TempDir()
+	cfg := daemon.Config{
+		Broker:   broker.Config{Listen: "127.0.0.1:-1", DataDir: dir},
+		Ingest:   ingest.Config{IdleTimeout: -1},
+		Retrieve: retrieve.Config{Embedder: m.emb},
+	}
+	d, nc, js := daemontest.Start(t, cfg)
+	cl := newClient(t, nc, "acme")
+	turns := publish(t, cl, "s1", "alice", 60)
+	// A turn naming another user in alice's session: ingest rejects it, it is never embedded.
+	if _, err := cl.Publish(context.Background(), client.Turn{ID: "s1-bad", Session: "s1", User: "mallory", Role: "user", Content: "REJECTED mallory's cat"}); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, 30*time.Second, "the rejected turn", func() bool { _, rej := sessionHeader(t, js, "acme", "s1"); return rej == 1 })
+	checkFor(t, 30*time.Second, "60 vectors and no embedder lag", caughtUp(t, js, userFilter(m.emb.Name()), 60))
+	before := m.embedded()
+	if len(before) != 60 {
+		t.Fatalf("embedded %d texts before any query, want the 60 applied turns", len(before))
+	}
+	for _, text := range before {
+		if strings.Contains(text, "REJECTED") {
+			t.Fatal("a rejected turn was embedded")
+		}
+	}
+	slices.Sort(before)
+	slices.Sort(turns)
+	if !slices.Equal(before, turns) {
+		t.Fatalf("embedded %q, want the turns", before)
+	}
+
+	r := retrieveArchive(t, cl, "which kitten do I have?")
+	if got := m.embedded()[60:]; !slices.Equal(got, []string{"which kitten do I have?"}) {
+		t.Fatalf("the query embedded %q, want only its own text", got)
+	}
+	if len(r.Entries) == 0 || !strings.HasPrefix(r.Entries[0].Content, "I adore felines") {
+		t.Fatalf("top entries %+v: the turn about felines should rank first by its vector", r.Entries)
+	}
+	for _, e := range r.Entries {
+		if e.Scores.Vector == nil {
+			t.Fatalf("entry %s has no scores.vector: %+v", e.ID, e.Scores)
+		}
+	}
+	if r.Entries[0].Scores.Keyword != 0 || *r.Entries[0].Scores.Vector <= 0 {
+		t.Fatalf("scores %+v: want vector relevance and no keyword match", r.Entries[0].Scores)
+	}
+
+	// A restart embeds nothing but the next query.
+	if err := d.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	_, nc2, js2 := daemontest.Start(t, cfg)
+	cl2 := newClient(t, nc2, "acme")
+	checkFor(t, 30*time.Second, "the embedder after the restart", caughtUp(t, js2, userFilter(m.emb.Name()), 60))
+	r = retrieveArchive(t, cl2, "do I drink a beverage?")
+	if got := m.embedded()[61:]; !slices.Equal(got, []string{"do I drink a beverage?"}) {
+		t.Fatalf("after a restart the stage or the query embedded %q, want only the query", got)
+	}
+	if len(r.Entries) == 0 || !strings.HasPrefix(r.Entries[0].Content, "Every morning I drink green tea") || r.Entries[0].Scores.Vector == nil {
+		t.Fatalf("after the restart top entries %+v", r.Entries)
+	}
+}
+
+// TestTwoRetrieverReplicasEmbedOnlyQueries: replicas started after the vectors exist read them;
+// neither embeds a stored entry, and a vector written later reaches both.
+func TestTwoRetrieverReplicasEmbedOnlyQueries(t *testing.T) {
+	m := newModel(t, "concepts", nil)
+	_, nc, js := daemontest.Start(t, daemon.Config{Ingest: ingest.Config{IdleTimeout: -1}, Retrieve: retrieve.Config{Embedder: m.emb}})
+	cl := newClient(t, nc, "acme")
+	publish(t, cl, "s1", "alice", 5)
+	checkFor(t, 30*time.Second, "5 vectors", caughtUp(t, js, userFilter(m.emb.Name()), 5))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var replicas []*retrieve.Service
+	var models []*model
+	for range 2 {
+		rm := newModel(t, "concepts", nil) // the same model name, its own counter
+		svc, err := retrieve.New(ctx, retrieve.Config{Embedder: rm.emb}, nc, js, zerolog.Nop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		replicas, models = append(replicas, svc), append(models, rm)
+	}
+	ask := func(i int, query, wantTop string) {
+		t.Helper()
+		r, rerr := replicas[i].Retrieve(ctx, "acme", events.RetrieveRequest{Query: query, User: "alice", Sources: []string{"archive"}})
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		if len(r.Entries) == 0 || !strings.HasPrefix(r.Entries[0].Content, wantTop) || r.Entries[0].Scores.Vector == nil {
+			t.Fatalf("replica %d, %q: top entries %+v, want %q with a vector score", i, query, r.Entries, wantTop)
+		}
+	}
+	for i := range replicas {
+		ask(i, "my canine friend", "My neighbour has a loud puppy")
+		ask(i, "my canine friend", "My neighbour has a loud puppy")
+		if got := models[i].embedded(); !slices.Equal(got, []string{"my canine friend"}) {
+			t.Fatalf("replica %d embedded %q, want the query once (the second time from the cache)", i, got)
+		}
+	}
+	// A turn published now is embedded by the stage and followed by both replicas.
+	publish(t, cl, "s2", "alice", 5) // the same texts in a new session: 5 more vectors
+	checkFor(t, 30*time.Second, "10 vectors", caughtUp(t, js, userFilter(m.emb.Name()), 10))
+	for i := range replicas {
+		checkFor(t, 10*time.Second, "the replica to follow the new vectors", func() bool {
+			r, rerr := replicas[i].Retrieve(ctx, "acme", events.RetrieveRequest{Query: "my canine friend", User: "alice", Sources: []string{"archive"}})
+			if rerr != nil {
+				t.Fatal(rerr)
+			}
+			n := 0
+			for _, e := range r.Entries {
+				if strings.HasPrefix(e.Content, "My neighbour has a loud puppy") && e.Scores.Vector != nil && *e.Scores.Vector > 0 {
+					n++
+				}
+			}
+			return n == 2
+		})
+		if got := models[i].embedded(); !slices.Equal(got, []string{"my canine friend"}) {
+			t.Fatalf("replica %d embedded %q, want only the query", i, got)
+		}
+	}
+}
+
+// backoff retries quickly but leaves a failing message 8 deliveries over about 12 seconds.
+func backoff(n uint64) time.Duration { return 50 * time.Millisecond << min(n, 8) }
+
+// TestOutageStallsTheEmbedderNotIngest: while the endpoint fails, ingest applies turns, retrieval
+// ranks by keywords without scores.vector, and the stage's lag shows; afterwards it catches up.
+func TestOutageStallsTheEmbedderNotIngest(t *testing.T) {
+	m := newModel(t, "concepts", nil)
+	m.fail.Store(true)
+	_, nc, js := daemontest.Start(t, daemon.Config{Ingest: ingest.Config{IdleTimeout: -1},
+		Retrieve: retrieve.Config{Embedder: m.emb}, Embed: embedder.Config{Backoff: backoff}})
+	cl := newClient(t, nc, "acme")
+	publish(t, cl, "s1", "alice", 6)
+	checkFor(t, 30*time.Second, "ingest to apply the turns", func() bool { n, _ := sessionHeader(t, js, "acme", "s1"); return n == 6 })
+	checkFor(t, 30*time.Second, "the stage to try", func() bool { return m.failed.Load() > 0 })
+	if lag, ok := embedLag(t, js); !ok || lag == 0 {
+		t.Fatalf("embed lag %d (consumers %v) during the outage, want > 0", lag, ok)
+	}
+	r := retrieveArchive(t, cl, "felines")
+	if len(r.Entries) == 0 || !strings.HasPrefix(r.Entries[0].Content, "I adore felines") {
+		t.Fatalf("during the outage keyword retrieval found %+v", r.Entries)
+	}
+	for _, e := range r.Entries {
+		if e.Scores.Vector != nil {
+			t.Fatalf("entry %s has scores.vector during the outage", e.ID)
+		}
+	}
+	m.fail.Store(false)
+	checkFor(t, 60*time.Second, "the stage to catch up", caughtUp(t, js, userFilter(m.emb.Name()), 6))
+	r = retrieveArchive(t, cl, "which kitten do I have?")
+	if len(r.Entries) == 0 || !strings.HasPrefix(r.Entries[0].Content, "I adore felines") || r.Entries[0].Scores.Vector == nil {
+		t.Fatalf("after the outage top entries %+v", r.Entries)
+	}
+	if n := dlqCount(t, js); n != 0 {
+		t.Fatalf("%d dead letters after a short outage", n)
+	}
+}
+
+func dlqCount(t *testing.T, js jetstream.JetStream) int {
+	t.Helper()
+	s, err := js.Stream(context.Background(), events.DefaultTopology().DeadLetterStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(info.State.Msgs)
+}
+
+// TestLastDeliveryIsDeadLettered: an endpoint that never recovers dead-letters the message after
+// its last delivery, like every worker; the stage is not blocked behind it.
+func TestLastDeliveryIsDeadLettered(t *testing.T) {
+	m := newModel(t, "concepts", nil)
+	m.fail.Store(true)
+	_, nc, js := daemontest.Start(t, daemon.Config{Ingest: ingest.Config{IdleTimeout: -1},
+		Retrieve: retrieve.Config{Embedder: m.emb}, Embed: embedder.Config{Backoff: func(uint64) time.Duration { return 10 * time.Millisecond }}})
+	cl := newClient(t, nc, "acme")
+	publish(t, cl, "s1", "alice", 1)
+	checkFor(t, 60*time.Second, "a dead letter", func() bool { return dlqCount(t, js) == 1 })
+	s, _ := js.Stream(context.Background(), events.DefaultTopology().DeadLetterStream())
+	msg, err := s.GetLastMsgForSubject(context.Background(), "memory.dlq.acme.s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(msg.Data, []byte(events.DefaultTopology().EmbedderTurnsConsumer())) || !bytes.Contains(msg.Data, []byte("500 Internal Server Error")) {
+		t.Fatalf("dead letter %s: want the embedder's consumer and the endpoint's error", msg.Data)
+	}
+	checkFor(t, 30*time.Second, "no lag", func() bool { lag, ok := embedLag(t, js); return ok && lag == 0 })
+}
+
+// TestRedeliveryAndReplayEmbedNothingTwice: a failed batch is redelivered and stored once; a
+// consumer replaying the whole streams from the start embeds nothing.
+func TestRedeliveryAndReplayEmbedNothingTwice(t *testing.T) {
+	m := newModel(t, "concepts", func(m *model) { m.failFirst = 1 })
+	_, nc, js := daemontest.Start(t, daemon.Config{Ingest: ingest.Config{IdleTimeout: -1},
+		Retrieve: retrieve.Config{Embedder: m.emb}, Embed: embedder.Config{Backoff: backoff}})
+	cl := newClient(t, nc, "acme")
+	publish(t, cl, "s1", "alice", 4)
+	checkFor(t, 30*time.Second, "4 vectors", caughtUp(t, js, userFilter(m.emb.Name()), 4))
+	if m.failed.Load() != 1 || len(m.embedded()) != 4 {
+		t.Fatalf("failed %d, embedded %d: want the first batch failed and each turn embedded once", m.failed.Load(), len(m.embedded()))
+	}
+	topo := events.DefaultTopology()
+	vs, _ := js.Stream(context.Background(), "KV_"+topo.VectorBucket())
+	info, _ := vs.Info(context.Background())
+	writes := info.State.LastSeq
+
+	// Replay: the consumers start over from the first message of each stream.
+	ctx, cancel := context.WithCancel(context.Background())
+	for stream, cc := range topo.EmbedderConsumerConfigs() {
+		if err := js.DeleteConsumer(ctx, stream, cc.Durable); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := embedder.New(ctx, embedder.Config{}, js, m.emb, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	checkFor(t, 30*time.Second, "the replay", caughtUp(t, js, userFilter(m.emb.Name()), 4))
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	info, _ = vs.Info(context.Background())
+	if info.State.LastSeq != writes || len(m.embedded()) != 4 {
+		t.Fatalf("the replay wrote %d vectors and embedded %d texts, want none", info.State.LastSeq-writes, len(m.embedded())-4)
+	}
+}
+
+// TestForgetRemovesVectors: forget removes the user's vectors of every model, and the retriever
+// answers nothing of the user afterwards.
+func TestForgetRemovesVectors(t *testing.T) {
+	m := newModel(t, "concepts", nil)
+	_, nc, js := daemontest.Start(t, daemon.Config{Ingest: ingest.Config{IdleTimeout: -1}, Retrieve: retrieve.Config{Embedder: m.emb}})
+	cl := newClient(t, nc, "acme")
+	publish(t, cl, "s1", "alice", 3)
+	checkFor(t, 30*time.Second, "3 vectors", caughtUp(t, js, userFilter(m.emb.Name()), 3))
+	retrieveArchive(t, cl, "kitten") // the retriever holds alice's vectors now
+	msg, err := nc.Request("memory.forget.acme", []byte(`{"user":"alice"}`), 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep events.ForgetReply
+	if err := json.Unmarshal(msg.Data, &rep); err != nil || rep.Forgotten["vectors"] != 3 {
+		t.Fatalf("forget replied %s (%v): want 3 vectors forgotten", msg.Data, err)
+	}
+	if n := vectorCount(t, js, "acme.alice.>"); n != 0 {
+		t.Fatalf("%d vectors of alice after forget", n)
+	}
+	r, err := cl.Retrieve(context.Background(), events.RetrieveRequest{Query: "kitten", User: "alice", Sources: []string{"long", "archive"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Entries) != 0 {
+		t.Fatalf("after forget: %+v", r.Entries)
+	}
+}

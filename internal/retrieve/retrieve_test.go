@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/agentmem/agentmem/internal/broker"
@@ -334,14 +336,14 @@ func errorsAs(err error, target **client.ServiceError) bool {
 
 // conceptEmbedder embeds by concepts: words of a concept share a dimension, so texts about the
 // same thing are close without sharing a word.
-type conceptEmbedder struct{ calls int }
+type conceptEmbedder struct{ calls atomic.Int64 }
 
 var concepts = [][]string{{"cat", "cats", "feline", "felines", "kitten"}, {"dog", "dogs", "puppy", "canine"}, {"tea", "coffee", "drink"}}
 
 func (c *conceptEmbedder) Name() string { return "test:concepts" }
 
 func (c *conceptEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
-	c.calls++
+	c.calls.Add(1)
 	out := make([][]float32, len(texts))
 	for i, t := range texts {
 		v := make([]float32, len(concepts)+1)
@@ -383,6 +385,7 @@ func TestEmbedderAddsVectorRelevance(t *testing.T) {
 		{Content: "The weather was rainy all week."},
 		{Content: "My neighbour has a loud puppy."},
 	})
+	waitVectors(t, nc, "acme.alice.>", 3) // the embedding stage embeds the turns, the retriever reads them
 	reply, err := cl.Retrieve(context.Background(), events.RetrieveRequest{Query: "which pet does the user love: cats?", Session: "s1"})
 	if err != nil {
 		t.Fatal(err)
@@ -399,7 +402,39 @@ func TestEmbedderAddsVectorRelevance(t *testing.T) {
 			t.Fatalf("the weather entry has neither keyword nor vector relevance: %+v", en)
 		}
 	}
-	if emb.calls == 0 {
+	if emb.calls.Load() == 0 {
 		t.Fatal("the embedder was never called")
+	}
+}
+
+// waitVectors waits until the vector bucket holds n vectors whose keys match filter.
+func waitVectors(t *testing.T, nc *nats.Conn, filter string, n int) {
+	t.Helper()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bucket := events.DefaultTopology().VectorBucket()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s, err := js.Stream(context.Background(), "KV_"+bucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := s.Info(context.Background(), jetstream.WithSubjectFilter("$KV."+bucket+"."+filter))
+		if err != nil {
+			t.Fatal(err)
+		}
+		have := 0
+		for _, c := range info.State.Subjects {
+			have += int(c)
+		}
+		if have == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d vectors of %s, want %d", have, filter, n)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -53,13 +53,15 @@ func queryLanguage(q string) string {
 }
 
 // buildContext renders the top entries that fit in budget tokens (counted with counter) as text
-// to put into a prompt: taken best first (an entry that does not fit is skipped, smaller ones
-// after it may still fit, entries are never cut), then grouped (facts, summaries, relevant
-// earlier turns, recent turns of the session), each group in time order, each entry with its
-// date. It returns "" and 0 when budget is 0 or nothing fits.
-func buildContext(entries []events.RetrievedEntry, query string, budget int, counter memory.Counter) (string, int) {
-	if budget <= 0 || len(entries) == 0 {
-		return "", 0
+// to put into a prompt: first the profile facts, best first, within ProfileShare of the budget,
+// then the ranked entries, best first, in what is left (an entry that does not fit is skipped,
+// smaller ones after it may still fit, entries are never cut); then grouped (facts, summaries,
+// relevant earlier turns, recent turns of the session), each group in time order, each entry
+// with its date. It returns the text, its tokens and the profile facts it kept; "" and 0 when
+// budget is 0 or nothing fits.
+func buildContext(entries, profile []events.RetrievedEntry, query string, budget int, counter memory.Counter) (string, int, []events.RetrievedEntry) {
+	if budget <= 0 || len(entries)+len(profile) == 0 {
+		return "", 0, nil
 	}
 	lang := queryLanguage(query)
 	heading := func(key string) string {
@@ -75,17 +77,27 @@ func buildContext(entries []events.RetrievedEntry, query string, budget int, cou
 	}
 	kept := map[string][]events.RetrievedEntry{}
 	used := 0
-	for _, e := range entries {
+	take := func(e events.RetrievedEntry, limit int) bool {
 		g := groupOf(e)
 		cost := counter.Count(contextLine(e))
 		if len(kept[g]) == 0 {
 			cost += counter.Count(heading(g))
 		}
-		if used+cost > budget {
-			continue
+		if used+cost > limit {
+			return false
 		}
 		kept[g] = append(kept[g], e)
 		used += cost
+		return true
+	}
+	var profileKept []events.RetrievedEntry
+	for _, e := range profile {
+		if take(e, int(float64(budget)*ProfileShare)) {
+			profileKept = append(profileKept, e)
+		}
+	}
+	for _, e := range entries {
+		take(e, budget)
 	}
 	var b strings.Builder
 	for _, g := range contextGroups {
@@ -100,10 +112,10 @@ func buildContext(entries []events.RetrievedEntry, query string, budget int, cou
 		}
 	}
 	if b.Len() == 0 {
-		return "", 0
+		return "", 0, nil
 	}
 	text := b.String()
-	return text, counter.Count(text)
+	return text, counter.Count(text), profileKept
 }
 
 func contextLine(e events.RetrievedEntry) string {

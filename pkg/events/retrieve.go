@@ -226,6 +226,11 @@ type RetrieveReply struct {
 	Context string `json:"context"`
 	// ContextTokens is the token count of Context.
 	ContextTokens int `json:"context_tokens"`
+	// Profile lists the user's live facts the context carries as the user's profile although
+	// they are not among Entries (the query shares nothing with them, or the limit cut them):
+	// the most relevant first, then the newest, within a share of context_tokens. Absent when
+	// there are none (no known user, no facts, or sources or types that exclude long-term facts).
+	Profile []RetrievedEntry `json:"profile,omitempty"`
 }
 
 // MarshalJSON encodes the reply with "entries": [] rather than null when

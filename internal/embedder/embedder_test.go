@@ -160,6 +160,17 @@ func caughtUp(t *testing.T, js jetstream.JetStream, filter string, want int) fun
 	}
 }
 
+// extracted reports whether the extractors have finished every session end.
+func extracted(t *testing.T, js jetstream.JetStream) bool {
+	t.Helper()
+	topo := events.DefaultTopology()
+	lags, err := metrics.ConsumerLag(context.Background(), js, topo, func(_, c string) bool { return c == topo.ExtractorEndConsumer() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(lags) == 1 && lags[0].Pending == 0 && lags[0].AckPending == 0
+}
+
 // sessionHeader reads the counters of a session's header.
 func sessionHeader(t *testing.T, js jetstream.JetStream, tenant, sess string) (turns, rejected int) {
 	t.Helper()
@@ -500,5 +511,95 @@ func TestForgetRemovesVectors(t *testing.T) {
 	}
 	if len(r.Entries) != 0 {
 		t.Fatalf("after forget: %+v", r.Entries)
+	}
+}
+
+// TestModelChangeBackfillsWhileOldVectorsServe: a retriever moving from model A to model B answers
+// with A's vectors until a backfill has made B's for everything stored, then with B's; the
+// backfill embeds applied turns and facts once, and nothing when run again.
+func TestModelChangeBackfillsWhileOldVectorsServe(t *testing.T) {
+	a := newModel(t, "concepts-a", nil)
+	_, nc, js := daemontest.Start(t, daemon.Config{Ingest: ingest.Config{IdleTimeout: -1}, Retrieve: retrieve.Config{Embedder: a.emb}})
+	cl := newClient(t, nc, "acme")
+	publish(t, cl, "s1", "alice", 6)
+	if _, err := cl.EndSession(context.Background(), "s1", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	// The extractor's rules make facts of the session; the stage embeds them too.
+	long, err := js.KeyValue(context.Background(), events.DefaultTopology().LongTermBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	facts := 0
+	checkFor(t, 30*time.Second, "the facts and every vector of model A", func() bool {
+		keys, err := long.ListKeysFiltered(context.Background(), "acme.alice.f.>")
+		if err != nil {
+			return false
+		}
+		facts = 0
+		for range keys.Keys() {
+			facts++
+		}
+		return facts > 0 && extracted(t, js) && caughtUp(t, js, userFilter(a.emb.Name()), 6+facts)()
+	})
+
+	b := newModel(t, "concepts-b", nil)
+	prev := newModel(t, "concepts-a", nil) // the replica's own client of model A
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	svc, err := retrieve.New(ctx, retrieve.Config{Embedder: b.emb, PreviousEmbedder: prev.emb}, nc, js, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ask := func(query string) events.RetrieveReply {
+		t.Helper()
+		r, rerr := svc.Retrieve(ctx, "acme", events.RetrieveRequest{Query: query, User: "alice", Sources: []string{"archive"}})
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		if len(r.Entries) == 0 || r.Entries[0].Scores.Vector == nil {
+			t.Fatalf("%q: %+v, want entries with vector scores", query, r.Entries)
+		}
+		return r
+	}
+	r := ask("which kitten do I have?")
+	if !strings.HasPrefix(r.Entries[0].Content, "I adore felines") {
+		t.Fatalf("with model A's vectors: %+v", r.Entries)
+	}
+	if got := prev.embedded(); !slices.Equal(got, []string{"which kitten do I have?"}) || len(b.embedded()) != 0 {
+		t.Fatalf("before the backfill the query was embedded by A %q and by B %q, want A only", got, b.embedded())
+	}
+
+	var last [2]int
+	res, err := embedder.Backfill(ctx, embedder.BackfillConfig{BatchSize: 4, Progress: func(done, total int) { last = [2]int{done, total} }}, js, b.emb, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Entries != 6+facts || res.Embedded != 6+facts || !res.Marked || last != [2]int{6 + facts, 6 + facts} {
+		t.Fatalf("backfill %+v, last progress %v: want %d entries embedded and the model marked complete", res, last, 6+facts)
+	}
+	if n := len(b.embedded()); n != 6+facts {
+		t.Fatalf("the backfill embedded %d texts, want %d", n, 6+facts)
+	}
+	if n := vectorCount(t, js, userFilter(b.emb.Name())); n != 6+facts {
+		t.Fatalf("%d vectors of model B, want %d", n, 6+facts)
+	}
+	checkFor(t, 10*time.Second, "the replica to answer with model B", func() bool {
+		ask("my canine friend")
+		return slices.Contains(b.embedded(), "my canine friend")
+	})
+	r = ask("a hot beverage")
+	if !strings.HasPrefix(r.Entries[0].Content, "Every morning I drink green tea") {
+		t.Fatalf("with model B's vectors: %+v", r.Entries)
+	}
+	if got := b.embedded()[6+facts:]; got[len(got)-1] != "a hot beverage" || slices.Contains(prev.embedded(), "a hot beverage") {
+		t.Fatalf("after the switch B embedded %q, A %q: want the queries by B only", got, prev.embedded())
+	}
+	again, err := embedder.Backfill(ctx, embedder.BackfillConfig{}, js, b.emb, zerolog.Nop())
+	if err != nil || again.Embedded != 0 || again.Had != 6+facts {
+		t.Fatalf("a second backfill: %+v, %v: want nothing embedded", again, err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmem/agentmem/internal/archive"
@@ -262,7 +263,11 @@ func (s *Vectors) scan(ctx context.Context, filter string, fn func(Vector)) erro
 		if !ok {
 			continue
 		}
-		v, cerr := s.Check(strings.TrimPrefix(subj, prefix), data)
+		key := strings.TrimPrefix(subj, prefix)
+		if _, marker := IsMarkerKey(key); marker {
+			continue
+		}
+		v, cerr := s.Check(key, data)
 		if cerr != nil {
 			s.rep.Report(cerr)
 			continue
@@ -310,4 +315,8 @@ func EntryID(token string) (string, bool) {
 	}
 	b, err := base64.RawURLEncoding.DecodeString(token[1:])
 	return string(b), err == nil
+}
+
+func natsMsg(m *jetstream.RawStreamMsg) *nats.Msg {
+	return &nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data}
 }

@@ -63,6 +63,10 @@ type Config struct {
 	// /embeddings endpoint; no offline embedder helped enough on the development sets to be
 	// kept, so by default scores.vector is absent).
 	Embedder Embedder
+	// PreviousEmbedder, when set, is the model Embedder replaces: queries are embedded with it and
+	// compared with its stored vectors until the vector bucket marks Embedder's model complete
+	// (memctl reembed), then with Embedder's (docs/vectors.md).
+	PreviousEmbedder Embedder
 	// Limits holds the per-tenant retrieve rates; nil limits nothing.
 	Limits *limits.Limiter
 	// Metrics records requests and their latency by source; nil records nothing.

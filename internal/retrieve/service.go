@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -54,6 +55,9 @@ type Service struct {
 	long    *longterm.Store
 	vectors *embedder.Vectors
 	rep     *integrity.Reporter
+	// ready is set when the query embedder's model is the one to answer with: always without a
+	// PreviousEmbedder, else once the vector bucket marks the model complete.
+	ready atomic.Bool
 	js      jetstream.JetStream
 	counter memory.Counter
 	log     zerolog.Logger
@@ -379,9 +383,11 @@ func (s *Service) Retrieve(ctx context.Context, tenant string, req events.Retrie
 
 	k := perSource(req.LimitOrDefault())
 	var qv []float32
-	if s.cfg.Embedder != nil {
+	var model string
+	if emb := s.queryEmbedder(); emb != nil {
+		model = emb.Name()
 		start := time.Now()
-		vs, err := s.cfg.Embedder.Embed(ctx, []string{req.Query})
+		vs, err := emb.Embed(ctx, []string{req.Query})
 		s.cfg.Metrics.RetrieveSource("embed", time.Since(start))
 		if err == nil && len(vs) == 1 {
 			qv = vs[0]
@@ -393,13 +399,13 @@ func (s *Service) Retrieve(ctx context.Context, tenant string, req events.Retrie
 	// Short first: an id that is in short-term memory is reported from there.
 	if slices.Contains(sources, memory.SourceShort) && sv != nil {
 		start := time.Now()
-		cands = append(cands, s.shortCandidates(ctx, sv, req.Query, qv, user, req.Session, at, k)...)
+		cands = append(cands, s.shortCandidates(ctx, sv, req.Query, qv, model, user, req.Session, at, k)...)
 		s.cfg.Metrics.RetrieveSource("short", time.Since(start))
 	}
 	wantLong, wantArchive := slices.Contains(sources, memory.SourceLong), slices.Contains(sources, memory.SourceArchive)
 	if user != "" && (wantLong || wantArchive) {
 		start := time.Now()
-		more, rerr := s.userCandidates(ctx, userKey{tenant, user}, req.Query, qv, at, k, wantLong, wantArchive)
+		more, rerr := s.userCandidates(ctx, userKey{tenant, user}, req.Query, qv, model, at, k, wantLong, wantArchive)
 		s.cfg.Metrics.RetrieveSource("user", time.Since(start))
 		if rerr != nil {
 			return reply, rerr
@@ -449,18 +455,7 @@ func (s *Service) Retrieve(ctx context.Context, tenant string, req events.Retrie
 	if limit := req.LimitOrDefault(); len(reply.Entries) > limit {
 		reply.Entries = reply.Entries[:limit]
 	}
-	// The user's live facts are their profile: a share of the context whatever the query.
-	var profile []events.RetrievedEntry
-	if user != "" && wantLong && (len(types) == 0 || types[memory.Fact]) && req.ContextTokensOrDefault() > 0 {
-		rel := map[string]float64{}
-		for _, c := range cands {
-			if c.entry.Type == memory.Fact {
-				rel[c.entry.ID] = max(rel[c.entry.ID], c.fused())
-			}
-		}
-		profile = profileEntries(s.profileFacts(userKey{tenant, user}, at, rel), reply.Entries)
-	}
-	reply.Context, reply.ContextTokens, reply.Profile = buildContext(reply.Entries, profile, req.Query, req.ContextTokensOrDefault(), s.counter)
+	reply.Context, reply.ContextTokens = buildContext(reply.Entries, req.Query, req.ContextTokensOrDefault(), s.counter)
 	return reply, nil
 }
 
@@ -508,10 +503,10 @@ func (s *Service) refreshView(ctx context.Context, v *view, req events.RetrieveR
 	}
 }
 
-func (s *Service) shortCandidates(ctx context.Context, v *view, query string, qv []float32, user, sessionID string, at time.Time, k int) []candidate {
+func (s *Service) shortCandidates(ctx context.Context, v *view, query string, qv []float32, model, user, sessionID string, at time.Time, k int) []candidate {
 	var stored *storedVectors
 	if qv != nil && user != "" {
-		stored = s.userVectors(ctx, userKey{v.state.Key.Tenant, user})
+		stored = s.userVectors(ctx, userKey{v.state.Key.Tenant, user}, model)
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -537,21 +532,31 @@ func (s *Service) shortCandidates(ctx context.Context, v *view, query string, qv
 	return merge(v.index.Search(query, k), vec, hasVector, entry, memory.SourceShort, func(memory.Entry) string { return sessionID })
 }
 
-// userVectors returns a user's stored vectors of the retriever's model, read from the vector
-// bucket the first time the user's view needs them.
-func (s *Service) userVectors(ctx context.Context, key userKey) *storedVectors {
+// userVectors returns a user's stored vectors of model, read from the vector bucket the first
+// time the user's view needs them.
+func (s *Service) userVectors(ctx context.Context, key userKey, model string) *storedVectors {
 	uv := s.users.get(key)
 	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	uv.bytes.Add(uv.vecs.load(lctx, s.vectors, key.tenant, key.user, s.cfg.Embedder.Name(), s.log))
+	uv.bytes.Add(uv.vecs.load(lctx, s.vectors, key.tenant, key.user, model, s.log))
 	return uv.vecs
 }
 
+// queryEmbedder is the embedder queries are embedded with, and whose stored vectors they are
+// compared with: Embedder, or PreviousEmbedder while Embedder's model is not complete yet (a
+// model change backfills while the old vectors serve). Nil without an embedder.
+func (s *Service) queryEmbedder() Embedder {
+	if s.cfg.PreviousEmbedder != nil && !s.ready.Load() {
+		return s.cfg.PreviousEmbedder
+	}
+	return s.cfg.Embedder
+}
+
 // userCandidates scores a user's long-term memory and archive.
-func (s *Service) userCandidates(ctx context.Context, key userKey, query string, qv []float32, at time.Time, k int, long, arch bool) ([]candidate, *Error) {
+func (s *Service) userCandidates(ctx context.Context, key userKey, query string, qv []float32, model string, at time.Time, k int, long, arch bool) ([]candidate, *Error) {
 	var stored *storedVectors
 	if qv != nil {
-		stored = s.userVectors(ctx, key)
+		stored = s.userVectors(ctx, key, model)
 	}
 	uv := s.users.get(key)
 	uv.mu.Lock()

@@ -392,6 +392,19 @@ func (s *Service) watch(ctx context.Context, js jetstream.JetStream) error {
 			return err
 		}
 		vecUpdates = vw.Updates()
+		s.ready.Store(s.cfg.PreviousEmbedder == nil)
+		if !s.ready.Load() {
+			// A model change: answer with the previous model until the new one is complete.
+			_, done, err := s.vectors.Complete(ctx, s.cfg.Embedder.Name())
+			if err != nil {
+				_ = lw.Stop()
+				_ = sw.Stop()
+				_ = vw.Stop()
+				return err
+			}
+			s.ready.Store(done)
+			s.log.Info().Str("model", s.cfg.Embedder.Name()).Str("previous", s.cfg.PreviousEmbedder.Name()).Bool("complete", done).Msg("model change")
+		}
 	}
 	go func() {
 		defer func() {
@@ -443,8 +456,15 @@ func (s *Service) watch(ctx context.Context, js jetstream.JetStream) error {
 // cached: a new vector of the retriever's model is added, a deleted one removed. Vectors of other
 // models are never read.
 func (s *Service) followVector(e jetstream.KeyValueEntry) {
+	if token, ok := embedder.IsMarkerKey(e.Key()); ok {
+		if token == embedder.ModelToken(s.cfg.Embedder.Name()) && e.Operation() == jetstream.KeyValuePut && !s.ready.Swap(true) {
+			s.log.Info().Str("model", s.cfg.Embedder.Name()).Msg("the model's vectors are complete: answering with it")
+		}
+		return
+	}
+	emb := s.queryEmbedder()
 	parts := strings.Split(e.Key(), ".")
-	if len(parts) != 4 || parts[2] != embedder.ModelToken(s.cfg.Embedder.Name()) {
+	if len(parts) != 4 || parts[2] != embedder.ModelToken(emb.Name()) {
 		return
 	}
 	uv := s.users.peek(userKey{parts[0], parts[1]})

@@ -31,6 +31,7 @@ func vectorRelevance(cos float64) float64 {
 // watcher of the vector bucket. Safe for concurrent use.
 type storedVectors struct {
 	mu     sync.Mutex
+	model  string // the model they are of; another model's vectors are never added
 	loaded bool
 	byID   map[string]embedder.Vector
 }
@@ -39,11 +40,15 @@ func newStoredVectors() *storedVectors {
 	return &storedVectors{byID: map[string]embedder.Vector{}}
 }
 
-// load reads the user's vectors of model once; a failed read leaves them unloaded (ranked by
-// keywords) for the next request to try again. It returns the bytes the vectors take.
+// load reads the user's vectors of model once (again after the retriever changed models); a
+// failed read leaves them unloaded (ranked by keywords) for the next request to try again. It
+// returns the bytes the vectors take.
 func (sv *storedVectors) load(ctx context.Context, store *embedder.Vectors, tenant, user, model string, log zerolog.Logger) int64 {
 	sv.mu.Lock()
 	defer sv.mu.Unlock()
+	if sv.model != model {
+		sv.model, sv.loaded, sv.byID = model, false, map[string]embedder.Vector{}
+	}
 	if sv.loaded {
 		return 0
 	}
@@ -66,7 +71,7 @@ func (sv *storedVectors) load(ctx context.Context, store *embedder.Vectors, tena
 func (sv *storedVectors) put(v embedder.Vector) int64 {
 	sv.mu.Lock()
 	defer sv.mu.Unlock()
-	if _, ok := sv.byID[v.ID]; ok {
+	if _, ok := sv.byID[v.ID]; ok || v.Model != sv.model {
 		return 0
 	}
 	sv.byID[v.ID] = v
@@ -97,18 +102,22 @@ func vectorBytes(v embedder.Vector) int64 {
 // vectorSet is the search index over the vectors of one index's entries. It is created empty and
 // learns its dimension from the first vector.
 type vectorSet struct {
-	mu   sync.Mutex
-	ix   *vector.Index
-	have map[string]bool
+	mu    sync.Mutex
+	model string
+	ix    *vector.Index
+	have  map[string]bool
 }
 
 // sync adds to the set the stored vectors of the given entries it does not hold yet; entries
 // without a stored vector are left out (the embedding stage has not reached them).
 func (vs *vectorSet) sync(stored *storedVectors, ids []string, log zerolog.Logger) {
+	stored.mu.Lock()
+	model := stored.model
+	stored.mu.Unlock()
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
-	if vs.have == nil {
-		vs.have = map[string]bool{}
+	if vs.have == nil || vs.model != model {
+		vs.model, vs.ix, vs.have = model, nil, map[string]bool{}
 	}
 	for _, id := range ids {
 		if vs.have[id] {

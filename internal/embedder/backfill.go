@@ -1,0 +1,282 @@
+package embedder
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/agentmem/agentmem/internal/archive"
+	"github.com/agentmem/agentmem/internal/embed"
+	"github.com/agentmem/agentmem/internal/integrity"
+	"github.com/agentmem/agentmem/internal/longterm"
+	"github.com/agentmem/agentmem/internal/session"
+	"github.com/agentmem/agentmem/pkg/events"
+)
+
+// Model completion markers: after a backfill, the key "_models.<model token>" says that every
+// entry stored before the backfill started has a vector of the model. A retriever configured with
+// a previous model keeps answering with that model's vectors until the marker of its new model
+// exists (see retrieve.Config.PreviousEmbedder). The key has two tokens, vectors four, so no
+// vector key and no user's key filter ever matches it.
+
+// markerPrefix starts the key of a model completion marker.
+const markerPrefix = "_models"
+
+// MarkerKey is the key of the completion marker of model.
+func MarkerKey(model string) string { return markerPrefix + "." + ModelToken(model) }
+
+// IsMarkerKey reports whether key is a completion marker, and of which model token.
+func IsMarkerKey(key string) (token string, ok bool) {
+	rest, found := strings.CutPrefix(key, markerPrefix+".")
+	return rest, found && rest != "" && !strings.Contains(rest, ".")
+}
+
+// Marker is the value of a completion marker.
+type Marker struct {
+	Model    string    `json:"model"`
+	Complete time.Time `json:"complete"`
+	// Entries is how many entries the backfill found; Embedded how many of them it embedded
+	// (the others had a vector already).
+	Entries  int `json:"entries"`
+	Embedded int `json:"embedded"`
+}
+
+// Complete reads the completion marker of model; ok is false when there is none.
+func (s *Vectors) Complete(ctx context.Context, model string) (Marker, bool, error) {
+	e, err := s.kv.Get(ctx, MarkerKey(model))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return Marker{}, false, nil
+	}
+	if err != nil {
+		return Marker{}, false, err
+	}
+	var m Marker
+	if err := json.Unmarshal(e.Value(), &m); err != nil || m.Model != model {
+		s.rep.Report(integrity.Undecoded(s.bucket, MarkerKey(model), fmt.Errorf("marker of %q: %v", model, err)))
+		return Marker{}, false, nil
+	}
+	return m, true, nil
+}
+
+func (s *Vectors) markComplete(ctx context.Context, m Marker) error {
+	data, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	_, err = s.kv.Put(ctx, MarkerKey(m.Model), data)
+	return err
+}
+
+// BackfillConfig configures Backfill.
+type BackfillConfig struct {
+	// Topology names the streams and buckets.
+	Topology events.Topology
+	// Tenant, when set, backfills only this tenant (no completion marker is written then: the
+	// model is complete only when every tenant is).
+	Tenant string
+	// BatchSize bounds the texts of one Embed call (default 64).
+	BatchSize int
+	// Progress, when set, is called with the entries done and the total as the backfill goes.
+	Progress func(done, total int)
+}
+
+// BackfillResult says what a backfill did.
+type BackfillResult struct {
+	// Entries found (applied turns, facts, summaries), Embedded now, Had a vector already.
+	Entries, Embedded, Had int
+	// Users is how many users the entries belong to.
+	Users int
+	// Marked reports whether the model's completion marker was written.
+	Marked bool
+}
+
+type pending struct {
+	tenant, user, id, text string
+	kind                   byte
+}
+
+// Backfill makes sure every entry stored now has a vector of emb's model: the applied turns of
+// every session (read from the archive, rejected turns left out, as the stage does), and every
+// fact and summary of the long-term store. Entries that have one already are skipped, so it can
+// be run again after an interruption, and next to a running stage. When it covers every tenant it
+// then marks the model complete, which switches retrievers that still answer with a previous
+// model over to it.
+func Backfill(ctx context.Context, cfg BackfillConfig, js jetstream.JetStream, emb embed.Embedder, log zerolog.Logger) (BackfillResult, error) {
+	var res BackfillResult
+	if cfg.Topology.Prefix == "" {
+		cfg.Topology = events.DefaultTopology()
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = DefaultBatchSize
+	}
+	topo := cfg.Topology
+	started := time.Now().UTC()
+	vectors, err := OpenVectors(ctx, js, topo)
+	if err != nil {
+		return res, err
+	}
+	store, err := session.NewStore(ctx, js, topo)
+	if err != nil {
+		return res, err
+	}
+	long, err := longterm.Open(ctx, js, topo)
+	if err != nil {
+		return res, err
+	}
+	rep := integrity.NewReporter(nil, log)
+	vectors, store, long = vectors.Instrument(rep), store.Instrument(rep), long.Instrument(rep)
+	reader := archive.NewReader(js, topo.TurnsStream())
+	model := emb.Name()
+
+	type userKey struct{ tenant, user string }
+	var users []userKey
+	sessions := map[userKey][]session.Header{}
+	err = store.List(ctx, func(h session.Header) error {
+		if h.User == "" || !h.Forgotten.IsZero() || (cfg.Tenant != "" && h.Tenant != cfg.Tenant) {
+			return nil
+		}
+		k := userKey{h.Tenant, h.User}
+		if _, ok := sessions[k]; !ok {
+			users = append(users, k)
+		}
+		sessions[k] = append(sessions[k], h)
+		return nil
+	})
+	if err != nil {
+		return res, err
+	}
+	// Users with long-term records and no session header left (their sessions expired) are found
+	// through the long-term bucket's keys.
+	if err := longUsers(ctx, js, topo, cfg.Tenant, func(tenant, user string) {
+		k := userKey{tenant, user}
+		if _, ok := sessions[k]; !ok {
+			sessions[k] = nil
+			users = append(users, k)
+		}
+	}); err != nil {
+		return res, err
+	}
+	var todo []pending
+	for _, u := range users {
+		have := map[string]bool{}
+		if err := vectors.Scan(ctx, u.tenant, u.user, model, func(v Vector) { have[v.ID] = true }); err != nil {
+			return res, err
+		}
+		add := func(p pending) {
+			res.Entries++
+			if have[p.id] || strings.TrimSpace(p.text) == "" {
+				res.Had++
+				return
+			}
+			have[p.id] = true
+			todo = append(todo, p)
+		}
+		for _, h := range sessions[u] {
+			st, err := store.Load(ctx, session.Key{Tenant: h.Tenant, Session: h.Session}, 0)
+			if err != nil {
+				return res, err
+			}
+			subject := events.SessionFilter(h.Tenant, h.Session)
+			if st.Header.Partition >= 0 {
+				subject = events.PartitionedSubject(st.Header.Partition, h.Tenant, h.Session)
+			}
+			err = reader.Scan(ctx, subject, 1, st.Header.LastSeq, func(m *jetstream.RawStreamMsg) error {
+				ev, err := events.Decode(natsMsg(m))
+				if err != nil || ev.Type() != events.TypeTurn || !st.AppliedAt(ev.ID(), m.Sequence) {
+					return nil
+				}
+				turn, err := events.DecodeData[events.Turn](ev)
+				if err != nil {
+					return nil
+				}
+				add(pending{tenant: u.tenant, user: u.user, id: ev.ID(), text: turn.Content, kind: KindTurn})
+				return nil
+			})
+			if err != nil {
+				return res, err
+			}
+		}
+		recs, err := long.User(ctx, u.tenant, u.user)
+		if err != nil {
+			return res, err
+		}
+		for _, f := range recs.Facts {
+			add(pending{tenant: u.tenant, user: u.user, id: f.ID, text: f.Content, kind: KindFact})
+		}
+		for _, s := range recs.Summaries {
+			add(pending{tenant: u.tenant, user: u.user, id: s.ID, text: s.Content, kind: KindSummary})
+		}
+	}
+	res.Users = len(users)
+	done := res.Had
+	if cfg.Progress != nil {
+		cfg.Progress(done, res.Entries)
+	}
+	for start := 0; start < len(todo); start += cfg.BatchSize {
+		batch := todo[start:min(start+cfg.BatchSize, len(todo))]
+		texts := make([]string, len(batch))
+		for i, p := range batch {
+			texts[i] = p.text
+		}
+		vecs, err := emb.Embed(ctx, texts)
+		if err == nil && len(vecs) != len(texts) {
+			err = fmt.Errorf("embedder %s returned %d vectors for %d texts", model, len(vecs), len(texts))
+		}
+		if err != nil {
+			return res, fmt.Errorf("embedding with %s (%d of %d entries done; run it again to go on): %w", model, done, res.Entries, err)
+		}
+		for i, p := range batch {
+			q, scale := Quantize(vecs[i])
+			if err := vectors.Put(ctx, Vector{Tenant: p.tenant, User: p.user, Model: model, ID: p.id, Kind: p.kind, Scale: scale, Q: q}); err != nil {
+				return res, err
+			}
+		}
+		res.Embedded += len(batch)
+		done += len(batch)
+		if cfg.Progress != nil {
+			cfg.Progress(done, res.Entries)
+		}
+	}
+	if cfg.Tenant == "" {
+		if err := vectors.markComplete(ctx, Marker{Model: model, Complete: started, Entries: res.Entries, Embedded: res.Embedded}); err != nil {
+			return res, fmt.Errorf("marking %s complete: %w", model, err)
+		}
+		res.Marked = true
+	}
+	return res, nil
+}
+
+// longUsers calls fn with every (tenant, user) that has a record in the long-term bucket.
+func longUsers(ctx context.Context, js jetstream.JetStream, topo events.Topology, tenant string, fn func(tenant, user string)) error {
+	kv, err := js.KeyValue(ctx, topo.LongTermBucket())
+	if err != nil {
+		return err
+	}
+	filter := ">"
+	if tenant != "" {
+		filter = tenant + ".>"
+	}
+	lister, err := kv.ListKeysFiltered(ctx, filter)
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for key := range lister.Keys() {
+		parts := strings.SplitN(key, ".", 3)
+		if len(parts) < 3 || seen[parts[0]+"."+parts[1]] {
+			continue
+		}
+		seen[parts[0]+"."+parts[1]] = true
+		fn(parts[0], parts[1])
+	}
+	return nil
+}

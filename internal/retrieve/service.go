@@ -455,7 +455,18 @@ func (s *Service) Retrieve(ctx context.Context, tenant string, req events.Retrie
 	if limit := req.LimitOrDefault(); len(reply.Entries) > limit {
 		reply.Entries = reply.Entries[:limit]
 	}
-	reply.Context, reply.ContextTokens = buildContext(reply.Entries, req.Query, req.ContextTokensOrDefault(), s.counter)
+	// The user's live facts are their profile: a share of the context whatever the query.
+	var profile []events.RetrievedEntry
+	if user != "" && wantLong && (len(types) == 0 || types[memory.Fact]) && req.ContextTokensOrDefault() > 0 {
+		rel := map[string]float64{}
+		for _, c := range cands {
+			if c.entry.Type == memory.Fact {
+				rel[c.entry.ID] = max(rel[c.entry.ID], c.fused())
+			}
+		}
+		profile = profileEntries(s.profileFacts(userKey{tenant, user}, at, rel), reply.Entries)
+	}
+	reply.Context, reply.ContextTokens, reply.Profile = buildContext(reply.Entries, profile, req.Query, req.ContextTokensOrDefault(), s.counter)
 	return reply, nil
 }
 

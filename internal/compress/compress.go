@@ -207,6 +207,16 @@ func (w *Worker) lock(key string) func() {
 	}
 }
 
+// jsTimeout bounds one JetStream operation of a compression. The handler's context lasts as long
+// as the whole compression (LLM calls included); a publish or KV request lost in a leader change
+// would otherwise hold the compression, and every later one of its session, that long.
+const jsTimeout = 10 * time.Second
+
+// op returns ctx bounded by jsTimeout.
+func op(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, jsTimeout)
+}
+
 // errNotCommitted: ingest has not committed the session that asked for the compression yet.
 var errNotCommitted = errors.New("compress: session not committed by ingest yet")
 
@@ -253,7 +263,10 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) (err error) {
 // memory; it does not publish it. stored is false when the session was forgotten meanwhile.
 func (w *Worker) Compress(ctx context.Context, tenant string, p events.Pressure) (longterm.Summary, bool, error) {
 	sess := p.Session
-	if existing, err := w.store.Summary(ctx, tenant, p.User, p.SummaryID); err == nil {
+	octx, cancel := op(ctx)
+	existing, err := w.store.Summary(octx, tenant, p.User, p.SummaryID)
+	cancel()
+	if err == nil {
 		return existing, true, nil
 	} else if !errors.Is(err, longterm.ErrNotFound) {
 		return longterm.Summary{}, false, err
@@ -274,7 +287,10 @@ func (w *Worker) Compress(ctx context.Context, tenant string, p events.Pressure)
 	start := time.Now()
 	res, err := w.llm.Summarize(ctx, entries, p.SummaryTokens)
 	if res.Usage.Calls > 0 {
-		if uerr := w.usage.Add(ctx, tenant, sess, res.Usage); uerr != nil {
+		octx, cancel := op(ctx)
+		uerr := w.usage.Add(octx, tenant, sess, res.Usage)
+		cancel()
+		if uerr != nil {
 			w.log.Warn().Err(uerr).Msg("recording LLM usage")
 		}
 	}
@@ -312,7 +328,9 @@ func (w *Worker) Compress(ctx context.Context, tenant string, p events.Pressure)
 	// A session forgotten while the compression ran keeps nothing of it. (Ingest publishes a
 	// pressure event before it commits the batch that named the range, so a session without a
 	// header yet is not forgotten: the event is retried.)
-	h, _, err := w.sessions.Header(ctx, session.Key{Tenant: tenant, Session: sess})
+	octx, cancel = op(ctx)
+	h, _, err := w.sessions.Header(octx, session.Key{Tenant: tenant, Session: sess})
+	cancel()
 	switch {
 	case errors.Is(err, session.ErrNotFound):
 		return longterm.Summary{}, false, fmt.Errorf("%w: %s/%s", errNotCommitted, tenant, sess)
@@ -322,12 +340,18 @@ func (w *Worker) Compress(ctx context.Context, tenant string, p events.Pressure)
 		w.log.Info().Str("tenant", tenant).Str("session", sess).Msg("session forgotten during compression; summary dropped")
 		return longterm.Summary{}, false, nil
 	}
-	if _, err := w.store.PutSummary(ctx, sum); err != nil {
+	octx, cancel = op(ctx)
+	_, err = w.store.PutSummary(octx, sum)
+	cancel()
+	if err != nil {
 		return longterm.Summary{}, false, err
 	}
 	if w.memo != nil && mode == "llm" {
 		w.cfg.Metrics.SummaryCalls(int(memo.made.Load() + memo.reused.Load()))
-		if err := w.memo.forget(ctx, memo); err != nil {
+		octx, cancel := op(ctx)
+		err := w.memo.forget(octx, memo)
+		cancel()
+		if err != nil {
 			w.log.Warn().Err(err).Msg("the memo bucket's TTL removes it instead")
 		}
 	}
@@ -341,6 +365,8 @@ func (w *Worker) Compress(ctx context.Context, tenant string, p events.Pressure)
 // committed fails with errNotCommitted while ingest has not committed the session that asked
 // for the compression; a session forgotten meanwhile is for Compress's check after the model.
 func (w *Worker) committed(ctx context.Context, tenant string, p events.Pressure) error {
+	ctx, cancel := op(ctx)
+	defer cancel()
 	_, _, err := w.sessions.Header(ctx, session.Key{Tenant: tenant, Session: p.Session})
 	if errors.Is(err, session.ErrNotFound) {
 		return fmt.Errorf("%w: %s/%s", errNotCommitted, tenant, p.Session)
@@ -363,7 +389,9 @@ func (w *Worker) entries(ctx context.Context, tenant, sess string, p events.Pres
 	want := map[string]bool{}
 	for _, id := range p.EntryIDs {
 		if strings.HasPrefix(id, "sum_") {
-			s, err := w.store.Summary(ctx, tenant, p.User, id)
+			octx, cancel := op(ctx)
+			s, err := w.store.Summary(octx, tenant, p.User, id)
+			cancel()
 			if errors.Is(err, longterm.ErrNotFound) {
 				return nil, fmt.Errorf("%w: %s", errPreviousMissing, id)
 			}
@@ -376,7 +404,9 @@ func (w *Worker) entries(ctx context.Context, tenant, sess string, p events.Pres
 		want[id] = true
 	}
 	if len(want) > 0 && p.FirstSeq > 0 {
-		err := w.reader.Scan(ctx, events.SessionFilter(tenant, sess), p.FirstSeq, p.LastSeq, func(m *jetstream.RawStreamMsg) error {
+		sctx, cancel := context.WithTimeout(ctx, 3*jsTimeout)
+		defer cancel()
+		err := w.reader.Scan(sctx, events.SessionFilter(tenant, sess), p.FirstSeq, p.LastSeq, func(m *jetstream.RawStreamMsg) error {
 			id := m.Header.Get("ce-id")
 			if !want[id] {
 				return nil
@@ -442,6 +472,8 @@ func (w *Worker) publish(ctx context.Context, tenant string, p events.Pressure, 
 		return err
 	}
 	msg.Header.Set(events.HeaderMsgID, events.MsgID(tenant, p.Session, s.ID))
+	ctx, cancel := op(ctx)
+	defer cancel()
 	if _, err := w.js.PublishMsg(ctx, msg); err != nil {
 		return fmt.Errorf("publishing summary %s: %w", s.ID, err)
 	}

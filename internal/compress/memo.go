@@ -86,7 +86,10 @@ func (c *memoChat) Complete(ctx context.Context, req llm.Request) (llm.Response,
 		return c.next.Complete(ctx, req)
 	}
 	key := sc.prefix + "." + h
-	if e, err := c.kv.Get(ctx, key); err == nil {
+	gctx, cancel := op(ctx)
+	e, err := c.kv.Get(gctx, key)
+	cancel()
+	if err == nil {
 		var r memoRecord
 		if json.Unmarshal(e.Value(), &r) == nil && r.Key == key {
 			sc.reused.Add(1)
@@ -104,7 +107,10 @@ func (c *memoChat) Complete(ctx context.Context, req llm.Request) (llm.Response,
 	sc.made.Add(1)
 	c.metrics.CompressionCall("made")
 	data, _ := json.Marshal(memoRecord{Key: key, Content: resp.Content, Model: resp.Model})
-	if _, perr := c.kv.Put(ctx, key, data); perr != nil {
+	pctx, cancel := op(ctx)
+	_, perr := c.kv.Put(pctx, key, data)
+	cancel()
+	if perr != nil {
 		c.log.Warn().Err(perr).Str("key", key).Msg("remembering an LLM answer; a retry would ask again")
 	}
 	return resp, nil

@@ -517,7 +517,10 @@ func (w *Worker) publishFact(ctx context.Context, tenant, user, id, op string, f
 		return err
 	}
 	msg.Header.Set(events.HeaderMsgID, tenant+"."+user+"."+id)
-	if _, err := w.js.PublishMsg(ctx, msg); err != nil {
+	// A publish lost in a leader change fails after 10 s rather than at the handler's timeout.
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := w.js.PublishMsg(pctx, msg); err != nil {
 		return fmt.Errorf("publishing fact event %s: %w", id, err)
 	}
 	return nil

@@ -65,6 +65,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			mcpCommand(out),
 			importCommand(out),
 			statsCommand(out),
+			reembedCommand(out),
 		},
 		Exec: func(context.Context, []string) error { return flag.ErrHelp },
 	}

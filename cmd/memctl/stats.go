@@ -11,6 +11,7 @@ import (
 	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/agentmem/agentmem/internal/inventory"
+	"github.com/agentmem/agentmem/internal/metrics"
 )
 
 func statsCommand(out io.Writer) *ffcli.Command {
@@ -31,17 +32,29 @@ func statsCommand(out io.Writer) *ffcli.Command {
 				return err
 			}
 			defer nc.Close()
-			rep, err := inventory.New(js, c.topo.Events()).Report(ctx, tenant)
+			topo := c.topo.Events()
+			rep, err := inventory.New(js, topo).Report(ctx, tenant)
 			if err != nil {
 				return err
 			}
-			return c.print(rep, func(w io.Writer) { printStats(w, rep) })
+			out := statsReport{Report: rep}
+			if lag, ok := metrics.EmbedLag(topo, rep.Consumers); ok {
+				out.EmbedLag = &lag
+			}
+			return c.print(out, func(w io.Writer) { printStats(w, out) })
 		})
 	cmd.FlagSet.Lookup("tenant").Usage = "only this tenant (default: every tenant)"
 	return cmd
 }
 
-func printStats(w io.Writer, r inventory.Report) {
+// statsReport is the inventory with the embedding stage's lag (absent when no embedder runs).
+type statsReport struct {
+	inventory.Report
+	EmbedLag *uint64 `json:"embed_lag,omitempty"`
+}
+
+func printStats(w io.Writer, sr statsReport) {
+	r := sr.Report
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "tenant\tsessions\topen\tended\tforgotten\tusers\tturns stored\tapplied\trejected\tfacts active\tsuperseded\tdeleted\tsummaries\tdead letters\tLLM calls\tinput tokens\toutput tokens")
 	row := func(t inventory.Tenant) {
@@ -73,6 +86,11 @@ func printStats(w io.Writer, r inventory.Report) {
 	_ = tw.Flush()
 	if len(r.Consumers) == 0 {
 		fmt.Fprintln(w, "no consumers (no worker has started)")
+	}
+	if sr.EmbedLag != nil {
+		fmt.Fprintf(w, "embedder lag: %d entries not embedded yet (retrieval ranks those by keywords)\n", *sr.EmbedLag)
+	} else {
+		fmt.Fprintln(w, "embedder: not running (no embedder configured; retrieval ranks by keywords)")
 	}
 	fmt.Fprintf(w, "counted in %s\n", r.Took.Round(time.Millisecond))
 }

@@ -58,6 +58,7 @@ func run(ctx context.Context, args []string) error {
 	budget := settings.BindBudget(fs)
 	topo := settings.BindTopology(fs)
 	embedCfg := settings.BindEmbed(fs)
+	prevModel := fs.String("embed-previous-model", "", "during a model change, the model of the same endpoint the stored vectors were made with: queries use it until memctl reembed has completed --embed-model (docs/vectors.md)")
 	limitsFile := settings.BindLimits(fs)
 	logf := settings.BindLog(fs)
 	if err := settings.Parse(fs, args); err != nil {
@@ -91,6 +92,17 @@ func run(ctx context.Context, args []string) error {
 	if emb != nil {
 		embedder = emb
 	}
+	var prev retrieve.Embedder
+	if *prevModel != "" {
+		// The same endpoint with the model the stored vectors were made with.
+		prevCfg := *embedCfg
+		prevCfg.Model = *prevModel
+		p, err := settings.Embedder(&prevCfg, log)
+		if err != nil || p == nil || embedder == nil || p.Name() == embedder.Name() {
+			return fmt.Errorf("--embed-previous-model %q: it needs --embed-base-url and a different --embed-model (%v)", *prevModel, err)
+		}
+		prev = p
+	}
 	cfg := daemon.Config{
 		Broker:   broker.Config{Listen: *listen, DataDir: *data, ConfigFile: *natsConfig, MaxPayload: int32(*maxPayload)},
 		Topology: topo.Events(),
@@ -98,7 +110,7 @@ func run(ctx context.Context, args []string) error {
 			Budget: budget.Memory(), Tokenizer: budget.Tokenizer, SummaryTokens: *summaryTokens,
 			MaxContentBytes: *maxContent, IdleTimeout: *idle, RepressureAfter: *repressure, Limits: lim,
 		},
-		Retrieve: retrieve.Config{Tokenizer: budget.Tokenizer, Decay: d, Embedder: embedder, Limits: lim},
+		Retrieve: retrieve.Config{Tokenizer: budget.Tokenizer, Decay: d, Embedder: embedder, Limits: lim, PreviousEmbedder: prev},
 		Extract:  extract.Config{Tokenizer: budget.Tokenizer},
 		LLM:      *llmCfg,
 		Metrics:  m,

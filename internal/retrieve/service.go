@@ -294,15 +294,7 @@ type candidate struct {
 	keyword   float64  // keyword relevance in [0,1]
 	relevance float64  // keyword relevance with the session-diversity factor (= keyword without one)
 	vector    *float64 // vector relevance in [0,1], nil without an embedder
-}
-
-// fused is the relevance a candidate is ranked by: the keyword relevance (with its session
-// diversity factor), averaged with the vector relevance when an embedder is in use.
-func (c candidate) fused() float64 {
-	if c.vector == nil {
-		return c.relevance
-	}
-	return (c.relevance + *c.vector) / 2
+	score     float64  // the relevance it is ranked by (fuse, fusion.go)
 }
 
 // merge combines keyword hits and vector hits of one source into candidates. hasVector, nil when
@@ -413,6 +405,7 @@ func (s *Service) Retrieve(ctx context.Context, tenant string, req events.Retrie
 		cands = append(cands, more...)
 	}
 
+	fuse(s.cfg.Fusion, cands)
 	seen := map[string]bool{}
 	for _, c := range cands {
 		e := c.entry

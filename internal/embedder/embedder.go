@@ -39,7 +39,7 @@ const (
 	DefaultConcurrency = 64
 	DefaultBatchSize   = 64
 	DefaultBatchWait   = 20 * time.Millisecond
-	DefaultDecideWait  = 20 * time.Second
+	DefaultDecideWait  = 2 * time.Minute
 )
 
 // Config configures the embedding stage.
@@ -54,7 +54,7 @@ type Config struct {
 	// BatchWait is how long a batch waits for more texts after its first (default 20ms).
 	BatchWait time.Duration
 	// DecideWait is how long a turn waits for ingest to decide it before the message is retried
-	// later (default 20s).
+	// later (default 2 minutes; the handler timeout is 4).
 	DecideWait time.Duration
 	// Backoff is the redelivery delay after the n-th failed delivery (default worker.Backoff).
 	Backoff func(n uint64) time.Duration
@@ -103,6 +103,9 @@ type Worker struct {
 	batch    *batcher
 	workers  []*worker.Worker
 	log      zerolog.Logger
+	// stopping is closed when Run's context ends: a turn waiting for ingest gives its message
+	// back at once instead of holding the shutdown up.
+	stopping chan struct{}
 }
 
 // New returns the stage embedding with emb. It creates its consumers; Run starts it.
@@ -132,7 +135,7 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, emb embed.Embe
 		}
 	}
 	w := &Worker{
-		cfg: cfg, emb: emb, vectors: vectors.Instrument(rep), log: log,
+		cfg: cfg, emb: emb, vectors: vectors.Instrument(rep), log: log, stopping: make(chan struct{}),
 		sessions: newSessionCache(store.Instrument(rep), sessionCacheSize),
 		batch: &batcher{emb: emb, size: cfg.BatchSize, wait: cfg.BatchWait, reqs: make(chan batchReq),
 			embedded: func(n int) { cfg.Metrics.Embedded(emb.Name(), n) }},
@@ -176,6 +179,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	bctx, stopBatches := context.WithCancel(context.WithoutCancel(ctx))
 	var bwg sync.WaitGroup
 	bwg.Go(func() { w.batch.run(bctx) })
+	stopWatch := context.AfterFunc(ctx, func() { close(w.stopping) })
+	defer stopWatch()
 	errs := make(chan error, len(w.workers))
 	for _, wk := range w.workers {
 		go func() { errs <- wk.Run(ctx) }()
@@ -219,7 +224,7 @@ func (w *Worker) handleTurn(ctx context.Context, m jetstream.Msg) error {
 	if err != nil {
 		return err
 	}
-	applied, user, err := w.sessions.decided(ctx, k, ev.ID(), meta.Sequence.Stream, w.cfg.DecideWait)
+	applied, user, err := w.sessions.decided(ctx, w.stopping, k, ev.ID(), meta.Sequence.Stream, w.cfg.DecideWait)
 	if err != nil {
 		return err
 	}

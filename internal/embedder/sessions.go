@@ -56,10 +56,11 @@ func (c *sessionCache) get(k session.Key) *cachedSession {
 	return cs
 }
 
-// decided waits (up to wait) until ingest has decided the turn at stream sequence seq of session
-// k, then reports whether it was applied under id and who owns the session. When ingest has not
-// decided it in time, the error asks for the message to be tried again later.
-func (c *sessionCache) decided(ctx context.Context, k session.Key, id string, seq uint64, wait time.Duration) (bool, string, error) {
+// decided waits (up to wait, or until stopping is closed) until ingest has decided the turn at
+// stream sequence seq of session k, then reports whether it was applied under id and who owns the
+// session. When ingest has not decided it in time, the error asks for the message to be tried
+// again later.
+func (c *sessionCache) decided(ctx context.Context, stopping <-chan struct{}, k session.Key, id string, seq uint64, wait time.Duration) (bool, string, error) {
 	cs := c.get(k)
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
@@ -82,6 +83,8 @@ func (c *sessionCache) decided(ctx context.Context, k session.Key, id string, se
 		select {
 		case <-ctx.Done():
 			return false, "", ctx.Err()
+		case <-stopping:
+			return false, "", fmt.Errorf("shutting down before ingest decided turn %q of session %s", id, k)
 		case <-time.After(pause):
 		}
 		pause = min(2*pause, 500*time.Millisecond)

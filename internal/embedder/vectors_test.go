@@ -81,7 +81,7 @@ func TestForeignValuesAreCorrupt(t *testing.T) {
 func TestInt8KeepsRecall(t *testing.T) {
 	for _, dim := range []int{384, 1536} {
 		rng := rand.New(rand.NewPCG(1, uint64(dim)))
-		const n, queries, k, clusters = 2000, 100, 10, 40
+		const n, queries, k, clusters = 1000, 50, 10, 40
 		centres := make([][]float32, clusters)
 		for i := range centres {
 			centres[i] = randVec(rng, dim, nil, 1)
@@ -91,7 +91,8 @@ func TestInt8KeepsRecall(t *testing.T) {
 		for i := range data {
 			data[i] = randVec(rng, dim, centres[i%clusters], 0.6)
 			q, scale := Quantize(data[i])
-			quant[i] = Vector{Scale: scale, Q: q}.Float32()
+			quant[i] = unit(Vector{Scale: scale, Q: q}.Float32())
+			data[i] = unit(data[i])
 		}
 		var hits int
 		for range queries {
@@ -113,6 +114,18 @@ func TestInt8KeepsRecall(t *testing.T) {
 	}
 }
 
+func unit(v []float32) []float32 {
+	var n float64
+	for _, x := range v {
+		n += float64(x) * float64(x)
+	}
+	n = math.Sqrt(n)
+	for i := range v {
+		v[i] = float32(float64(v[i]) / n)
+	}
+	return v
+}
+
 func randVec(rng *rand.Rand, dim int, centre []float32, noise float64) []float32 {
 	v := make([]float32, dim)
 	for i := range v {
@@ -132,13 +145,11 @@ func topK(q []float32, data [][]float32, k int) []int {
 	}
 	hits := make([]hit, len(data))
 	for i, d := range data {
-		var dot, nq, nd float64
+		var dot float32
 		for j := range q {
-			dot += float64(q[j]) * float64(d[j])
-			nq += float64(q[j]) * float64(q[j])
-			nd += float64(d[j]) * float64(d[j])
+			dot += q[j] * d[j]
 		}
-		hits[i] = hit{i, dot / math.Sqrt(nq*nd)}
+		hits[i] = hit{i, float64(dot)}
 	}
 	slices.SortFunc(hits, func(a, b hit) int {
 		if a.s > b.s {

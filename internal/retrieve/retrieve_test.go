@@ -386,12 +386,23 @@ func TestEmbedderAddsVectorRelevance(t *testing.T) {
 		{Content: "My neighbour has a loud puppy."},
 	})
 	waitVectors(t, nc, "acme.alice.>", 3) // the embedding stage embeds the turns, the retriever reads them
-	reply, err := cl.Retrieve(context.Background(), events.RetrieveRequest{Query: "which pet does the user love: cats?", Session: "s1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(reply.Entries) == 0 || reply.Entries[0].ID != "s1-00" {
-		t.Fatalf("top %v: the entry about felines should rank first by its vector", top(reply))
+	// The retriever loaded alice's view before the vectors were written (seed's read-your-writes
+	// request); it follows them through its watcher within moments.
+	var reply events.RetrieveReply
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var err error
+		reply, err = cl.Retrieve(context.Background(), events.RetrieveRequest{Query: "which pet does the user love: cats?", Session: "s1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(reply.Entries) > 0 && reply.Entries[0].ID == "s1-00" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("top %v: the entry about felines should rank first by its vector", top(reply))
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	first := reply.Entries[0]
 	if first.Scores.Vector == nil || *first.Scores.Vector <= 0 || first.Scores.Keyword != 0 {

@@ -63,8 +63,9 @@ func TestPythonClient(t *testing.T) {
 // HTTP server, then the workers and the server.
 func startAgentmem(t *testing.T) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	// The workers run under ctx until the test ends: Start's context is theirs.
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
 	d, err := daemon.Start(ctx, daemon.Config{
 		Broker: broker.Config{Listen: "127.0.0.1:-1", DataDir: t.TempDir()},
 		Ingest: ingest.Config{IdleTimeout: -1},

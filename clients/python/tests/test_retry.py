@@ -59,7 +59,7 @@ def serve(script: Script) -> Tuple[str, ThreadingHTTPServer]:
 
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     srv.daemon_threads = True
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
     return "http://127.0.0.1:%d" % srv.server_address[1], srv
 
 
@@ -193,6 +193,7 @@ class RetryTest(unittest.TestCase):
 
     def test_connection_refused(self) -> None:
         url, srv = serve(Script((200, {}, RETRIEVE)))
+        srv.shutdown()
         srv.server_close()  # the port is free again: nothing listens
         waits: List[float] = []
         mem = agentmem.Client(url, "acme", max_attempts=2, sleep=waits.append)

@@ -3,6 +3,12 @@
 // until the service applied them, asks every question and prints recall beside the BM25
 // baselines, with retrieve latency. By default it runs its own all-in-one service in-process
 // (embedded NATS in a temporary directory); with --nats it uses a running one.
+//
+// The in-process service uses the embedder of --embed (the same flags as memoryd: auto, local,
+// off, or an OpenAI-compatible endpoint with --embed-base-url) and ranks by --rank (fused,
+// keyword or vector). --ablation runs every set under each configuration (no embedder; the
+// embedder with vectors alone; the embedder fused with keywords), each on a fresh service, and
+// ends with one table of them.
 package main
 
 import (
@@ -26,6 +32,7 @@ import (
 	"github.com/agentmem/agentmem/internal/daemon"
 	"github.com/agentmem/agentmem/internal/eval"
 	"github.com/agentmem/agentmem/internal/ingest"
+	"github.com/agentmem/agentmem/internal/retrieve"
 )
 
 func main() {
@@ -64,6 +71,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	skipIngest := fs.Bool("skip-ingest", false, "only ask (with --nats: the sets were published by an earlier run with the same --n and --seed)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (the in-process service included) to this file")
 	quiet := fs.Bool("quiet", false, "no progress bar (there is none either when stderr is not a terminal)")
+	embedFlags := settings.BindEmbed(fs)
+	rank := fs.String("rank", retrieve.RankFused, "what the in-process retriever ranks by: fused (keyword and vector relevance), keyword or vector")
+	vectorWeight := fs.Float64("vector-weight", 0, "weight of vector relevance in the fusion (0: the retriever's default)")
+	ablation := fs.Bool("ablation", false, "run the sets under: no embedder; the --embed embedder ranking by vectors alone; fused; then print one table")
 	logf := settings.BindLog(fs)
 	if err := settings.Parse(fs, args); err != nil {
 		return err
@@ -78,6 +89,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	settings.Dump(log, fs)
 	if *skipIngest && *natsURL == "" {
 		return errors.New("--skip-ingest needs --nats: an in-process service starts empty")
+	}
+	if *ablation && *natsURL != "" {
+		return errors.New("--ablation needs the in-process service (no --nats): it starts one per configuration")
+	}
+	emb, err := settings.Embedder(embedFlags, log)
+	if err != nil {
+		return err
+	}
+	fusion := retrieve.Fusion{Rank: *rank, VectorWeight: *vectorWeight}
+	if err := fusion.Validate(); err != nil {
+		return err
 	}
 	cfg := eval.Config{
 		DataDir: *data, N: *n, Seed: *seed, Concurrency: *concurrency, Window: *inflight,
@@ -106,42 +128,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer pprof.StopCPUProfile()
 	}
 
-	var nc *nats.Conn
+	svc := service{embedder: emb, fusion: fusion, logf: logf, stderr: stderr, level: *serviceLog}
 	if *natsURL != "" {
 		conn := settings.Conn{URL: *natsURL, Creds: *creds, User: *natsUser, Password: *natsPassword}
-		if nc, err = conn.Connect("memeval"); err != nil {
-			return err
-		}
-		defer nc.Close()
-	} else {
-		svcLog, err := serviceLogger(logf, stderr, *serviceLog)
-		if err != nil {
-			return err
-		}
-		dir, err := os.MkdirTemp("", "memeval-*")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		d, err := daemon.Start(ctx, daemon.Config{
-			Broker: broker.Config{Listen: "127.0.0.1:-1", DataDir: dir},
-			Ingest: ingest.Config{IdleTimeout: -1},
-		}, svcLog)
-		if err != nil {
-			return fmt.Errorf("starting the in-process service: %w", err)
-		}
-		defer func() {
-			if err := d.Stop(); err != nil {
-				log.Warn().Err(err).Msg("stopping the in-process service")
-			}
-		}()
-		log.Info().Str("url", d.URL()).Str("data", dir).Msg("in-process service started")
-		if nc, err = nats.Connect(d.URL(), nats.Name("memeval")); err != nil {
-			return err
-		}
-		defer nc.Close()
+		svc.conn = &conn
 	}
-
 	var details io.Writer
 	if *outPath != "" {
 		f, err := os.Create(*outPath)
@@ -151,19 +142,98 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer f.Close()
 		details = f
 	}
-	r, err := eval.New(cfg, nc, log)
-	if err != nil {
-		return err
-	}
 	start := time.Now()
-	if _, err := r.Run(ctx, stdout, details); err != nil {
-		return err
+	if !*ablation {
+		if _, err := svc.eval(ctx, cfg, stdout, details, log); err != nil {
+			return err
+		}
+	} else {
+		name := "none"
+		if emb != nil {
+			name = emb.Name()
+		}
+		var rows []eval.AblationRow
+		for _, c := range []struct {
+			emb  retrieve.Embedder
+			name string
+			rank string
+		}{{nil, "none", retrieve.RankKeyword}, {emb, name, retrieve.RankVector}, {emb, name, retrieve.RankFused}} {
+			if c.emb == nil && c.rank != retrieve.RankKeyword {
+				continue
+			}
+			fmt.Fprintf(stdout, "#### embedder %s, rank %s\n\n", c.name, c.rank)
+			run := svc
+			run.embedder, run.fusion.Rank = c.emb, c.rank
+			rep, err := run.eval(ctx, cfg, stdout, details, log)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, eval.AblationRow{Embedder: c.name, Rank: c.rank, Report: rep})
+		}
+		fmt.Fprintf(stdout, "#### ablation (overall)\n\n")
+		eval.PrintAblation(stdout, rows)
 	}
 	log.Info().Msgf("done in %s", time.Since(start).Round(time.Millisecond))
 	if f, ok := details.(*os.File); ok {
 		return f.Sync()
 	}
 	return nil
+}
+
+// service is where an evaluation runs: a running agentmem (conn) or an in-process one with the
+// given embedder and fusion.
+type service struct {
+	conn     *settings.Conn
+	embedder retrieve.Embedder
+	fusion   retrieve.Fusion
+	logf     *settings.Log
+	stderr   io.Writer
+	level    string
+}
+
+// eval runs cfg's sets against the service (starting an in-process one unless conn is set).
+func (s service) eval(ctx context.Context, cfg eval.Config, stdout, details io.Writer, log zerolog.Logger) (eval.Report, error) {
+	var nc *nats.Conn
+	var err error
+	if s.conn != nil {
+		if nc, err = s.conn.Connect("memeval"); err != nil {
+			return eval.Report{}, err
+		}
+		defer nc.Close()
+	} else {
+		svcLog, err := serviceLogger(s.logf, s.stderr, s.level)
+		if err != nil {
+			return eval.Report{}, err
+		}
+		dir, err := os.MkdirTemp("", "memeval-*")
+		if err != nil {
+			return eval.Report{}, err
+		}
+		defer os.RemoveAll(dir)
+		d, err := daemon.Start(ctx, daemon.Config{
+			Broker:   broker.Config{Listen: "127.0.0.1:-1", DataDir: dir},
+			Ingest:   ingest.Config{IdleTimeout: -1},
+			Retrieve: retrieve.Config{Embedder: s.embedder, Fusion: s.fusion},
+		}, svcLog)
+		if err != nil {
+			return eval.Report{}, fmt.Errorf("starting the in-process service: %w", err)
+		}
+		defer func() {
+			if err := d.Stop(); err != nil {
+				log.Warn().Err(err).Msg("stopping the in-process service")
+			}
+		}()
+		log.Info().Str("url", d.URL()).Str("data", dir).Msg("in-process service started")
+		if nc, err = nats.Connect(d.URL(), nats.Name("memeval")); err != nil {
+			return eval.Report{}, err
+		}
+		defer nc.Close()
+	}
+	r, err := eval.New(cfg, nc, log)
+	if err != nil {
+		return eval.Report{}, err
+	}
+	return r.Run(ctx, stdout, details)
 }
 
 // isTerminal reports whether w is a terminal: only then is a progress bar drawn, so that

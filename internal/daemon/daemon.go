@@ -150,6 +150,10 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Daemon, error)
 		if em, err = embedder.New(setup, cfg.Embed, js, cfg.Retrieve.Embedder, log); err != nil {
 			return fail(err)
 		}
+	} else if err := embedder.RemoveConsumers(setup, js, cfg.Topology); err != nil {
+		// Without an embedder the consumers of an earlier run would only pile up (and stall
+		// whoever waits for every consumer of the turns stream to be done).
+		return fail(err)
 	}
 	d.ingest = in
 	runCtx, cancel := context.WithCancel(ctx)

@@ -679,3 +679,23 @@ func TestSummariesAndFactsAreEmbedded(t *testing.T) {
 			got.Value("agentmem_vectors_stored_total", "kind", "fact"), got.Value("agentmem_embedder_texts_total", "model", m.emb.Name()), got.Has("agentmem_embed_lag_messages"), kinds)
 	}
 }
+
+// TestNoEmbedderLeavesNoConsumer: memoryd restarted without an embedder removes the stage's
+// consumers, so that none is left without a worker behind it.
+func TestNoEmbedderLeavesNoConsumer(t *testing.T) {
+	m := newModel(t, "concepts", nil)
+	cfg := daemon.Config{Broker: broker.Config{Listen: "127.0.0.1:-1", DataDir: t.TempDir()}, Ingest: ingest.Config{IdleTimeout: -1},
+		Retrieve: retrieve.Config{Embedder: m.emb}}
+	d, _, js := daemontest.Start(t, cfg)
+	if _, ok := embedLag(t, js); !ok {
+		t.Fatal("no embedder consumers with an embedder")
+	}
+	if err := d.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Retrieve.Embedder = nil
+	_, _, js = daemontest.Start(t, cfg)
+	if _, ok := embedLag(t, js); ok {
+		t.Fatal("the embedder consumers outlived the embedder")
+	}
+}

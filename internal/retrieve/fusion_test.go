@@ -216,7 +216,7 @@ func TestFuseWeightShrinksAsKeywordsMatch(t *testing.T) {
 		overtakes  bool
 	}{{0.06, 0.05, true}, {0.95, 0.93, false}} {
 		hi, lo := 1.0, 0.1
-		cands := []candidate{{relevance: tc.top, vector: &lo}, {relevance: tc.other, vector: &hi}}
+		cands := []candidate{{keyword: tc.top, relevance: tc.top, vector: &lo}, {keyword: tc.other, relevance: tc.other, vector: &hi}}
 		fuse(Fusion{}, cands)
 		if got := cands[1].fused() > cands[0].fused(); got != tc.overtakes {
 			t.Errorf("keyword %g (vector %g) vs %g (vector %g): overtakes = %v, want %v (fused %g, %g)",

@@ -174,17 +174,7 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 func (w *Worker) Run(ctx context.Context) error { return w.run.Run(ctx) }
 
 func parsePressureSubject(subject string) (tenant, session string, err error) {
-	parts := strings.Split(subject, ".")
-	if len(parts) != 4 || parts[0] != "memory" || parts[1] != "pressure" {
-		return "", "", fmt.Errorf("%w: subject %q is not memory.pressure.<tenant>.<session>", events.ErrInvalid, subject)
-	}
-	if err := events.ValidateToken("tenant", parts[2]); err != nil {
-		return "", "", err
-	}
-	if err := events.ValidateToken("session", parts[3]); err != nil {
-		return "", "", err
-	}
-	return parts[2], parts[3], nil
+	return events.ParseKindSubject(events.KindPressure, subject)
 }
 
 func (w *Worker) lock(key string) func() {

@@ -145,11 +145,8 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 	}
 	dlq := deadletter.NewWriter(js, 0).Instrument(cfg.Metrics, "extractor")
 	place := func(m worker.Subjected) (string, string) {
-		parts := strings.Split(m.Subject(), ".")
-		if len(parts) == 5 {
-			return parts[3], parts[4]
-		}
-		return "", ""
+		k, _ := sessionOf(m.Subject())
+		return k.Tenant, k.Session
 	}
 	w.ends = worker.New(worker.Config{
 		Name: "extractor-ends", Stream: topo.TurnsStream(), Consumer: topo.ExtractorEndConsumer(),
@@ -182,11 +179,14 @@ func (w *Worker) Run(ctx context.Context) error {
 
 // sessionOf reads "<p>.memory.<kind>.<tenant>.<session>".
 func sessionOf(subject string) (session.Key, error) {
-	parts := strings.Split(subject, ".")
-	if len(parts) != 5 || parts[1] != "memory" {
-		return session.Key{}, fmt.Errorf("%w: subject %q is not <p>.memory.<kind>.<tenant>.<session>", events.ErrInvalid, subject)
+	a, err := events.ParseEventSubject(subject)
+	if err == nil && a.Kind == events.KindFacts {
+		err = fmt.Errorf("%w: subject %q names a user, not a session", events.ErrInvalid, subject)
 	}
-	return session.Key{Tenant: parts[3], Session: parts[4]}, nil
+	if err != nil {
+		return session.Key{}, err
+	}
+	return session.Key{Tenant: a.Tenant, Session: a.Key}, nil
 }
 
 // maybeEnd reports whether a turns-stream message may be a session end: binary mode says so in

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -22,16 +21,8 @@ var errNotNamedYet = errors.New("ingest: summary for a range not named yet")
 
 // parseSummarySubject reads "<p>.memory.summaries.<tenant>.<session>".
 func parseSummarySubject(subject string) (session.Key, error) {
-	parts := strings.Split(subject, ".")
-	if len(parts) != 5 || parts[1] != "memory" || parts[2] != "summaries" {
-		return session.Key{}, fmt.Errorf("%w: subject %q is not <p>.memory.summaries.<tenant>.<session>", events.ErrInvalid, subject)
-	}
-	for i, field := range map[int]string{3: "tenant", 4: "session"} {
-		if err := events.ValidateToken(field, parts[i]); err != nil {
-			return session.Key{}, err
-		}
-	}
-	return session.Key{Tenant: parts[3], Session: parts[4]}, nil
+	tenant, sess, err := events.ParseKindSubject(events.KindSummaries, subject)
+	return session.Key{Tenant: tenant, Session: sess}, err
 }
 
 // applySummaries applies agentmem.summary.v1 events to their sessions: the placeholder a pressure

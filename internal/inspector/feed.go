@@ -116,20 +116,20 @@ func (i *Inspector) handleEvents(w http.ResponseWriter, r *http.Request) {
 
 // feedEvent decodes a memory event for the feed.
 func feedEvent(m *nats.Msg) (FeedEvent, bool) {
-	parts := strings.Split(m.Subject, ".")
-	if len(parts) != 4 {
+	a, err := events.ParseEventSubject(m.Subject)
+	if err != nil {
 		return FeedEvent{}, false
 	}
-	fe := FeedEvent{Subject: m.Subject, Tenant: parts[2]}
+	fe := FeedEvent{Subject: m.Subject, Tenant: a.Tenant}
 	for _, k := range feedKinds {
 		if strings.HasPrefix(m.Subject, k.root) {
 			fe.Kind = k.kind
 		}
 	}
-	if fe.Kind == "fact" {
-		fe.User = parts[3]
+	if a.Kind == events.KindFacts {
+		fe.User = a.Key
 	} else {
-		fe.Session = parts[3]
+		fe.Session = a.Key
 	}
 	ev, err := events.Decode(m)
 	if err != nil {

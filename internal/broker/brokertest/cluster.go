@@ -37,7 +37,9 @@ func freePorts(t testing.TB, n int) []int {
 // StartCluster starts an n-node cluster (servers n1…nN) and waits until it has a meta leader.
 func StartCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
-	clientPorts, routePorts := freePorts(t, n), freePorts(t, n)
+	// Client ports are chosen by the servers (-1); route ports must be known up front for the
+	// route list, so they are picked free just before.
+	routePorts := freePorts(t, n)
 	var routes []string
 	for _, p := range routePorts {
 		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", p))
@@ -45,7 +47,7 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	c := &Cluster{}
 	for i := range n {
 		opts := &server.Options{
-			ServerName: fmt.Sprintf("n%d", i+1), Host: "127.0.0.1", Port: clientPorts[i],
+			ServerName: fmt.Sprintf("n%d", i+1), Host: "127.0.0.1", Port: server.RANDOM_PORT,
 			JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true,
 			Cluster: server.ClusterOpts{Name: "agentmem-test", Host: "127.0.0.1", Port: routePorts[i]},
 			Routes:  server.RoutesFromStr(strings.Join(routes, ",")),
@@ -56,13 +58,14 @@ func StartCluster(t testing.TB, n int) *Cluster {
 		}
 		go s.Start()
 		c.Servers = append(c.Servers, s)
-		c.urls = append(c.urls, s.ClientURL())
 	}
 	t.Cleanup(c.Stop)
 	for _, s := range c.Servers {
-		if !s.ReadyForConnections(20 * time.Second) {
+		// Generous: several clusters start at once when the whole suite runs on 2 cores.
+		if !s.ReadyForConnections(60 * time.Second) {
 			t.Fatalf("%s not ready", s.Name())
 		}
+		c.urls = append(c.urls, s.ClientURL())
 	}
 	CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error {
 		for _, s := range c.Servers {

@@ -1,0 +1,63 @@
+package events
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestParseEventSubject(t *testing.T) {
+	for _, c := range []struct {
+		subject string
+		want    EventAddress
+		err     string
+	}{
+		{"memory.pressure.acme.s1", EventAddress{Kind: KindPressure, Tenant: "acme", Key: "s1", Partition: -1}, ""},
+		{"3.memory.summaries.acme.s1", EventAddress{Kind: KindSummaries, Tenant: "acme", Key: "s1", Partition: 3}, ""},
+		{"12.memory.turns.acme.s-2", EventAddress{Kind: KindTurns, Tenant: "acme", Key: "s-2", Partition: 12}, ""},
+		{"memory.facts.acme.alice", EventAddress{Kind: KindFacts, Tenant: "acme", Key: "alice", Partition: -1}, ""},
+		{"memory.dlq.acme.s1", EventAddress{Kind: KindDLQ, Tenant: "acme", Key: "s1", Partition: -1}, ""},
+		{"memory.retrieve.acme", EventAddress{}, "unknown kind"},
+		{"memory.pressure.acme", EventAddress{}, "want 2"},
+		{"memory.pressure.acme.s1.x", EventAddress{}, "want 2"},
+		{"x.memory.pressure.acme.s1", EventAddress{}, "partition"},
+		{"01.memory.pressure.acme.s1", EventAddress{}, "partition"},
+		{"agentmem.pressure.acme.s1", EventAddress{}, "prefix"},
+		{"memory.facts.acme.*", EventAddress{}, "user"},
+		{"memory.turns.a%b.s1", EventAddress{}, "tenant"},
+		{"", EventAddress{}, "prefix"},
+	} {
+		got, err := ParseEventSubject(c.subject)
+		if c.err == "" {
+			if err != nil || got != c.want {
+				t.Errorf("%q: %+v, %v; want %+v", c.subject, got, err, c.want)
+			}
+			continue
+		}
+		if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.err) {
+			t.Errorf("%q: error %v, want one wrapping ErrInvalid that mentions %q", c.subject, err, c.err)
+		}
+	}
+	if _, _, err := ParseKindSubject(KindPressure, "memory.summaries.acme.s1"); err == nil {
+		t.Error("a summaries subject parsed as pressure")
+	}
+	if tenant, sess, err := ParseKindSubject(KindSummaries, "7.memory.summaries.acme.s1"); err != nil || tenant != "acme" || sess != "s1" {
+		t.Errorf("got %q %q %v", tenant, sess, err)
+	}
+}
+
+// Every builder's subject parses back to what built it.
+func TestEventSubjectsRoundTrip(t *testing.T) {
+	for kind, build := range map[string]func(string, string) (string, error){
+		KindTurns: TurnSubject, KindPressure: PressureSubject, KindSummaries: SummarySubject, KindFacts: FactSubject,
+	} {
+		s, err := build("acme", "k1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tenant, key, err := ParseKindSubject(kind, s)
+		if err != nil || tenant != "acme" || key != "k1" {
+			t.Errorf("%s: %q parsed to %q %q %v", kind, s, tenant, key, err)
+		}
+	}
+}

@@ -63,6 +63,8 @@ func run(args []string) error {
 		return err
 	}
 	m := wordvec.Quantize(vocab, vecs, dim)
+	minCos, meanCos := quantisationCosines(m, vecs)
+	fmt.Fprintf(os.Stderr, "gen: cosine between each vector and its int8 copy: min %.6f, mean %.6f\n", minCos, meanCos)
 	f, err := os.Create(*out)
 	if err != nil {
 		return err
@@ -219,4 +221,26 @@ func usable(w string) bool {
 	}
 	t := wordvec.Tokens(w)
 	return len(t) == 1 && t[0] == w
+}
+
+// quantisationCosines measures what the int8 quantisation loses: the cosine between each word's
+// vector and its quantised copy.
+func quantisationCosines(m *wordvec.Model, vecs [][]float32) (lowest, mean float64) {
+	lowest = 1
+	for i, v := range vecs {
+		var d, a, b float64
+		for j, x := range v {
+			y := float64(m.Scales[i]) * float64(m.Q[i*m.Dim+j])
+			d += float64(x) * y
+			a += float64(x) * float64(x)
+			b += y * y
+		}
+		c := 1.0
+		if a > 0 && b > 0 {
+			c = d / math.Sqrt(a*b)
+		}
+		lowest = min(lowest, c)
+		mean += c
+	}
+	return lowest, mean / float64(len(vecs))
 }

@@ -45,17 +45,66 @@ func TestPythonClient(t *testing.T) {
 	}
 	base := startAgentmem(t)
 
-	start := time.Now()
-	out := run(t, dir, 4*time.Minute, []string{
+	env := []string{
 		"AGENTMEM_URL=" + base, "AGENTMEM_TENANT=" + tenant, "AGENTMEM_TOKEN=" + token,
 		"AGENTMEM_OTHER_TENANT=" + otherTenant, "AGENTMEM_OTHER_TOKEN=" + otherToken,
 		"PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1", "NO_PROXY=127.0.0.1,localhost",
-	}, python, "-m", "unittest", "discover", "-v", "-s", "tests", "-t", ".")
-	t.Logf("python3 -m unittest (%s):\n%s", time.Since(start).Round(time.Millisecond), out)
+	}
+	unittest(t, dir, env, python, "discover", "-v", "-s", "tests", "-t", ".")
+
+	// pip install ./clients/python works, and the README's script runs on the installed copy.
+	t.Run("pip install", func(t *testing.T) {
+		pip := pipPython(t, python, "/usr/bin/python3")
+		tmp := t.TempDir()
+		src, site := filepath.Join(tmp, "src"), filepath.Join(tmp, "site")
+		// A copy, since pip builds in the source tree (build/, *.egg-info).
+		if err := os.CopyFS(filepath.Join(src, "agentmem"), os.DirFS(filepath.Join(dir, "agentmem"))); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"pyproject.toml", "README.md"} {
+			b, err := os.ReadFile(filepath.Join(dir, f))
+			if err == nil {
+				err = os.WriteFile(filepath.Join(src, f), b, 0o644)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		run(t, tmp, 2*time.Minute, []string{"PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_ROOT_USER_ACTION=ignore", "PIP_NO_INPUT=1"},
+			pip, "-m", "pip", "install", "--no-build-isolation", "--no-index", "--no-deps", "--target", site, src)
+		unittest(t, dir, append(env, "AGENTMEM_PYTHONPATH="+site), pip, "-v", "tests.test_readme")
+	})
+}
+
+// unittest runs python -m unittest with args in dir and fails the test when a Python test
+// fails or is skipped (a service test skips without AGENTMEM_URL).
+func unittest(t *testing.T, dir string, env []string, python string, args ...string) {
+	t.Helper()
+	start := time.Now()
+	out := run(t, dir, 4*time.Minute, env, python, append([]string{"-m", "unittest"}, args...)...)
+	t.Logf("%s -m unittest %s (%s):\n%s", python, strings.Join(args, " "), time.Since(start).Round(time.Millisecond), out)
 	summary := regexp.MustCompile(`(?m)^Ran (\d+) tests? in .*$`).Find(out)
 	if summary == nil || bytes.Contains(out, []byte("skipped=")) || !bytes.Contains(out, []byte("\nOK")) {
-		t.Fatalf("the Python suite did not run every test and pass (%s); see the output above", summary)
+		t.Fatalf("the Python tests did not all run and pass (%s); see the output above", summary)
 	}
+}
+
+// pipPython returns the first of the interpreters that can build and install the package
+// offline (pip, setuptools, and wheel for a setuptools before 70.1, as Debian's python3-pip,
+// python3-setuptools and python3-wheel give), and skips the test when none can.
+func pipPython(t *testing.T, candidates ...string) string {
+	t.Helper()
+	const check = "import importlib.metadata as m, importlib.util as u\n" +
+		"assert u.find_spec('pip')\n" +
+		"v = tuple(int(x) for x in m.version('setuptools').split('.')[:2])\n" +
+		"assert v >= (61, 0) and (v >= (70, 1) or u.find_spec('wheel'))\n"
+	for _, py := range candidates {
+		if err := exec.Command(py, "-c", check).Run(); err == nil {
+			return py
+		}
+	}
+	t.Skipf("none of %s has pip, setuptools and wheel: pip install is not checked (apt-get install python3-pip python3-setuptools python3-wheel)", strings.Join(candidates, ", "))
+	return ""
 }
 
 // startAgentmem starts memoryd's workers on an embedded NATS server and the HTTP gateway, with

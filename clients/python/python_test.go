@@ -2,6 +2,7 @@ package python_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"net"
@@ -156,11 +157,13 @@ func startAgentmem(t *testing.T) string {
 	return "http://" + l.Addr().String()
 }
 
-// requirePython returns the path of python3. It skips the test when python3 is missing, except
-// in CI, whose script installs it: there a skip would hide the only check of the Python client.
+// requirePython returns the path of python3 ($AGENTMEM_TEST_PYTHON when set, to try another
+// interpreter). It skips the test when python3 is missing, except in CI, whose script installs
+// it: there a skip would hide the only check of the Python client.
 func requirePython(t *testing.T) string {
 	t.Helper()
-	path, err := exec.LookPath("python3")
+	name := cmp.Or(os.Getenv("AGENTMEM_TEST_PYTHON"), "python3")
+	path, err := exec.LookPath(name)
 	if err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("python3 is not installed; .ci/run installs Debian's python3 before the tests")

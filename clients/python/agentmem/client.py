@@ -315,7 +315,7 @@ class Client:
 
     def _tenant_path(self, *parts: str) -> str:
         quoted = [urllib.parse.quote(p, safe="") for p in parts]
-        return "/v1/tenants/%s/%s" % (self.tenant, "/".join(quoted))
+        return "/v1/tenants/%s/%s" % (urllib.parse.quote(self.tenant, safe=""), "/".join(quoted))
 
     def _request(
         self,

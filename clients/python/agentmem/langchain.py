@@ -3,7 +3,8 @@
 The classes are duck-typed to LangChain's interfaces, so LangChain need not be installed:
 
 - :class:`AgentmemChatMessageHistory` has what ``BaseChatMessageHistory`` has (``messages``,
-  ``add_messages``, ``add_message``, ``add_user_message``, ``add_ai_message``, ``clear``), so it
+  ``add_messages``, ``add_message``, ``add_user_message``, ``add_ai_message``, ``clear``, and
+  ``aget_messages``, ``aadd_messages``, ``aclear``), so it
   can be what ``RunnableWithMessageHistory``'s ``get_session_history`` returns.
 - :class:`AgentmemMemory` has what LangChain's (legacy) memory classes have
   (``memory_variables``, ``load_memory_variables``, ``save_context``, ``clear``).
@@ -17,6 +18,7 @@ included.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence
@@ -160,6 +162,20 @@ class AgentmemChatMessageHistory:
         ack = self.client.end_session(self.session, self.user)
         self.last_id = ack.id
         self._messages = []
+
+    # The async methods LangChain calls when a chain runs async: the same calls, on a thread.
+
+    async def aget_messages(self) -> List[Any]:
+        """Returns :attr:`messages` without blocking the event loop."""
+        return await asyncio.get_running_loop().run_in_executor(None, lambda: self.messages)
+
+    async def aadd_messages(self, messages: Sequence[Any]) -> None:
+        """Runs :meth:`add_messages` without blocking the event loop."""
+        await asyncio.get_running_loop().run_in_executor(None, self.add_messages, list(messages))
+
+    async def aclear(self) -> None:
+        """Runs :meth:`clear` without blocking the event loop."""
+        await asyncio.get_running_loop().run_in_executor(None, self.clear)
 
     def _read_your_writes(self) -> Dict[str, Any]:
         if self.last_id and self.wait_ms:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import unittest
 
 import agentmem
@@ -49,6 +50,14 @@ class ChatMessageHistoryTest(unittest.TestCase):
 
         with self.assertRaises(ValueError):
             h.add_message(FakeLangChainMessage("robot", "beep"))
+
+        # The async methods LangChain calls when a chain runs async.
+        async def run_async() -> list:
+            await h.aadd_messages([("human", "One more thing.")])
+            return await h.aget_messages()
+
+        self.assertEqual(asyncio.run(run_async())[-1].content, "One more thing.")
+        self.assertEqual(eventually(lambda: (lambda s: s if s.turns == 7 else None)(self.mem.session(session))).turns, 7)
 
         # clear ends the session: its facts are extracted, the list is empty.
         h.clear()

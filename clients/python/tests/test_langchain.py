@@ -41,7 +41,7 @@ class ChatMessageHistoryTest(unittest.TestCase):
             ("human", "My favourite programming language is Rust."), ("ai", "Rust, noted."),
             ("human", "And I live in Oslo."), ("ai", "Oslo it is."), ("system", "Be brief."), ("tool", "sunny"),
         ])
-        r = self.mem.retrieve("favourite programming language Rust", session=session, after=h.last_id, wait_ms=5000)
+        r = self.mem.retrieve("favourite programming language Rust", session=session, after=h.last_id, wait_ms=15000)
         self.assertEqual(r.entries[0].content, "My favourite programming language is Rust.")
         self.assertEqual(r.entries[0].metadata.get("role"), "user")
         st = self.mem.session(session)

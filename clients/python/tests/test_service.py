@@ -29,7 +29,7 @@ class PublishRetrieveTest(unittest.TestCase):
         uuid.UUID(ack.id)  # an id was made for the turn
         reply_ack = self.mem.publish(session, "assistant", "Noted, the blue desk.", time=at + timedelta(seconds=5))
 
-        r = self.mem.retrieve("where is my passport?", session=session, after=reply_ack.id, wait_ms=5000)
+        r = self.mem.retrieve("where is my passport?", session=session, after=reply_ack.id, wait_ms=15000)
         self.assertTrue(r.entries, r)
         top = r.entries[0]
         self.assertEqual((top.id, top.type, top.source, top.content), (ack.id, "CONVERSATION", "short", planted))
@@ -76,7 +76,7 @@ class PublishRetrieveTest(unittest.TestCase):
         session, user = unique("s"), unique("u")
         planted = "请记住：我的护照放在书房左边第二个抽屉里。"
         ack = self.mem.publish(session, "user", planted, user=user)
-        r = self.mem.retrieve("护照", session=session, after=ack.id, wait_ms=5000)
+        r = self.mem.retrieve("护照", session=session, after=ack.id, wait_ms=15000)
         self.assertEqual(r.entries[0].content, planted)
 
 
@@ -161,7 +161,7 @@ class BatchTest(unittest.TestCase):
         self.assertEqual([a.duplicate for a in again], [True, True, True])
         self.assertEqual([a.seq for a in again], [acks[0].seq, acks[1].seq, acks[0].seq])
 
-        r = self.mem.retrieve("tea or coffee", session=session, after="b-2", wait_ms=5000)
+        r = self.mem.retrieve("tea or coffee", session=session, after="b-2", wait_ms=15000)
         self.assertEqual(sorted(e.id for e in r.entries), ["b-1", "b-2"])
         st = self.mem.session(session)
         self.assertEqual((st.turns, [e.id for e in st.entries]), (2, ["b-1", "b-2"]))

@@ -48,6 +48,8 @@ func run(ctx context.Context, args []string) error {
 	}
 	defer rt.Close()
 	embedCfg.Metrics = rt.Metrics
+	// Each text is embedded once: an LRU of its vectors would only hold memory.
+	embedCfg.CacheEntries = -1
 	emb, err := settings.Embedder(embedCfg, log)
 	if err != nil {
 		return err

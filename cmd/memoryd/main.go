@@ -92,6 +92,20 @@ func run(ctx context.Context, args []string) error {
 	if emb != nil {
 		embedder = emb
 	}
+	// The stage embeds each stored text once: its own client of the endpoint, without the query
+	// cache (the local embedder needs no second copy).
+	var stage retrieve.Embedder
+	if embedder != nil && embedCfg.BaseURL != "" {
+		stageCfg := *embedCfg
+		stageCfg.CacheEntries = -1
+		st, err := settings.Embedder(&stageCfg, log)
+		if err != nil {
+			return err
+		}
+		if st != nil {
+			stage = st
+		}
+	}
 	var prev retrieve.Embedder
 	if *prevModel != "" {
 		// The same endpoint with the model the stored vectors were made with.
@@ -113,6 +127,7 @@ func run(ctx context.Context, args []string) error {
 		Retrieve: retrieve.Config{Tokenizer: budget.Tokenizer, Decay: d, Embedder: embedder, Limits: lim, PreviousEmbedder: prev},
 		Extract:  extract.Config{Tokenizer: budget.Tokenizer},
 		LLM:      *llmCfg,
+		Embedder: stage,
 		Metrics:  m,
 		Tracer:   tp,
 	}

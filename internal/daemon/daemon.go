@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentmem/agentmem/internal/broker"
 	"github.com/agentmem/agentmem/internal/compress"
+	"github.com/agentmem/agentmem/internal/embed"
 	"github.com/agentmem/agentmem/internal/embedder"
 	"github.com/agentmem/agentmem/internal/extract"
 	"github.com/agentmem/agentmem/internal/ingest"
@@ -44,6 +45,9 @@ type Config struct {
 	// every applied turn, summary and fact with that embedder and stores the vectors the
 	// retriever reads (its Topology and Metrics are set from the daemon's).
 	Embed embedder.Config
+	// Embedder, when set, is what the embedding stage embeds with instead of Retrieve.Embedder
+	// (the same model without a query cache, for instance); it must name the same model.
+	Embedder embed.Embedder
 	// LLM is the OpenAI-compatible endpoint the compressor and extractor use; without one they
 	// work offline (extractive summaries, rule-based facts).
 	LLM llm.Config
@@ -147,7 +151,14 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Daemon, error)
 	}
 	var em *embedder.Worker
 	if cfg.Retrieve.Embedder != nil {
-		if em, err = embedder.New(setup, cfg.Embed, js, cfg.Retrieve.Embedder, log); err != nil {
+		stage := cfg.Embedder
+		if stage == nil {
+			stage = cfg.Retrieve.Embedder
+		}
+		if stage.Name() != cfg.Retrieve.Embedder.Name() {
+			return fail(fmt.Errorf("the embedding stage embeds with %s, the retriever with %s: they must be the same model", stage.Name(), cfg.Retrieve.Embedder.Name()))
+		}
+		if em, err = embedder.New(setup, cfg.Embed, js, stage, log); err != nil {
 			return fail(err)
 		}
 	} else if err := embedder.RemoveConsumers(setup, js, cfg.Topology); err != nil {

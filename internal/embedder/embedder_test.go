@@ -699,3 +699,42 @@ func TestNoEmbedderLeavesNoConsumer(t *testing.T) {
 		t.Fatal("the embedder consumers outlived the embedder")
 	}
 }
+
+// TestVectorsStayWithTheirTenant: another tenant asking for the same user name gets nothing, and
+// a value naming another tenant under a key of acme's is corrupt: counted, and read as absent.
+func TestVectorsStayWithTheirTenant(t *testing.T) {
+	m := newModel(t, "concepts", nil)
+	reg := metrics.New()
+	_, nc, js := daemontest.Start(t, daemon.Config{Ingest: ingest.Config{IdleTimeout: -1}, Retrieve: retrieve.Config{Embedder: m.emb}, Metrics: reg})
+	cl := newClient(t, nc, "acme")
+	publish(t, cl, "s1", "alice", 3)
+	checkFor(t, 30*time.Second, "3 vectors", caughtUp(t, js, userFilter(m.emb.Name()), 3))
+	// Overwrite the vector of s1-000 with one that names tenant beta.
+	kv, err := js.KeyValue(context.Background(), events.DefaultTopology().VectorBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := embedder.Encode(embedder.Vector{Tenant: "beta", User: "alice", Model: m.emb.Name(), ID: "s1-000", Kind: embedder.KindTurn, Scale: 1, Q: []int8{127, 0, 0, 0, 0}})
+	if _, err := kv.Put(context.Background(), embedder.Key("acme", "alice", m.emb.Name(), "s1-000"), forged); err != nil {
+		t.Fatal(err)
+	}
+	r := retrieveArchive(t, cl, "which kitten do I have?")
+	for _, e := range r.Entries {
+		if e.ID == "s1-000" && e.Scores.Vector != nil {
+			t.Fatalf("the forged vector was used: %+v", e)
+		}
+	}
+	web := httptest.NewServer(reg.Handler())
+	t.Cleanup(web.Close)
+	if v := metricstest.Scrape(t, web.URL).Value("agentmem_kv_corrupt_total", "bucket", "AGENTMEM_VECTORS", "reason", "tenant"); v < 1 {
+		t.Fatalf("agentmem_kv_corrupt_total of the vector bucket %v, want the forged value counted", v)
+	}
+	beta := newClient(t, nc, "beta")
+	rb, err := beta.Retrieve(context.Background(), events.RetrieveRequest{Query: "which kitten do I have?", User: "alice", Sources: []string{"long", "archive"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rb.Entries) != 0 {
+		t.Fatalf("tenant beta got %+v", rb.Entries)
+	}
+}

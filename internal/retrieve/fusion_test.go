@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentmem/agentmem/internal/embed"
 	"github.com/agentmem/agentmem/internal/embed/wordvec"
+	"github.com/agentmem/agentmem/internal/embedder"
 	"github.com/agentmem/agentmem/internal/llm/llmtest"
 	"github.com/agentmem/agentmem/internal/rank"
 	"github.com/agentmem/agentmem/internal/vector"
@@ -235,5 +236,39 @@ func TestFusionValidate(t *testing.T) {
 		if err := f.Validate(); err == nil {
 			t.Errorf("%+v: valid, want an error", f)
 		}
+	}
+}
+
+// TestZeroVectorHasNoScore: a stored zero vector (the local embedder's for Chinese text) is
+// neither indexed nor given a vector score, and is not tried again on every request.
+func TestZeroVectorHasNoScore(t *testing.T) {
+	emb, err := wordvec.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vecs, err := emb.Embed(context.Background(), []string{"My cat is called Snow.", "我的猫叫小白", "what pet do I have?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv := newStoredVectors()
+	sv.model = emb.Name()
+	for i, id := range []string{"cat", "zh"} {
+		q, scale := embedder.Quantize(vecs[i])
+		sv.put(embedder.Vector{Model: emb.Name(), ID: id, Q: q, Scale: scale})
+	}
+	var vs vectorSet
+	vs.sync(sv, []string{"cat", "zh"}, zerolog.Nop())
+	if !vs.has("cat") || vs.has("zh") {
+		t.Fatalf("has cat = %v, zh = %v; want true, false", vs.has("cat"), vs.has("zh"))
+	}
+	if _, seen := vs.have["zh"]; !seen {
+		t.Error("the zero vector is not remembered: every request would try it again")
+	}
+	got := vs.search(vecs[2], 10)
+	if _, ok := got["zh"]; ok || got["cat"] <= 0 {
+		t.Errorf("search = %v, want cat with a score and no zh", got)
+	}
+	if got := vs.search(vecs[1], 10); len(got) != 0 {
+		t.Errorf("search with a zero query = %v, want nothing", got)
 	}
 }

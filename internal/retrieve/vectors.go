@@ -2,6 +2,7 @@ package retrieve
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/rs/zerolog"
@@ -120,7 +121,7 @@ func (vs *vectorSet) sync(stored *storedVectors, ids []string, log zerolog.Logge
 		vs.model, vs.ix, vs.have = model, nil, map[string]bool{}
 	}
 	for _, id := range ids {
-		if vs.have[id] {
+		if _, seen := vs.have[id]; seen {
 			continue
 		}
 		v, ok := stored.get(id)
@@ -138,6 +139,10 @@ func (vs *vectorSet) sync(stored *storedVectors, ids []string, log zerolog.Logge
 		}
 		if err := vs.ix.Add(id, f); err == nil {
 			vs.have[id] = true
+		} else if errors.Is(err, vector.ErrZeroVector) {
+			// The model had nothing to say about the text (the local embedder and Chinese):
+			// no vector score for it (has is false), and no retry on every request.
+			vs.have[id] = false
 		}
 	}
 }

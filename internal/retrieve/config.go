@@ -59,9 +59,9 @@ type Config struct {
 	MaxUserBytes int
 	// Now is the clock used when a request has no "at" (default time.Now).
 	Now func() time.Time
-	// Embedder, when set, adds vector relevance to keyword relevance (an OpenAI-compatible
-	// /embeddings endpoint; no offline embedder helped enough on the development sets to be
-	// kept, so by default scores.vector is absent).
+	// Embedder, when set, embeds queries and adds vector relevance to keyword relevance (the
+	// commands default to the local word-vector embedder, package wordvec, or an
+	// OpenAI-compatible endpoint; docs/embeddings.md). Nil: keywords only, scores.vector absent.
 	Embedder Embedder
 	// PreviousEmbedder, when set, is the model Embedder replaces: queries are embedded with it and
 	// compared with its stored vectors until the vector bucket marks Embedder's model complete

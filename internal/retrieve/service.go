@@ -238,7 +238,7 @@ func (s *Service) serve(ctx context.Context, subject string, body []byte) (event
 
 // traceReply ends a retrieval's span with what it answered: the entries' ids, sources and
 // score parts as parallel arrays (the score is relevance × decay × weight, where relevance is
-// the keyword score, or its mean with the vector score when an embedder is in use).
+// the keyword score, or its fusion with the vector score when an embedder is in use, fusion.go).
 func traceReply(span trace.Span, res events.RetrieveReply, rerr *Error) {
 	defer span.End()
 	if rerr != nil {

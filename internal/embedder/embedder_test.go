@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentmem/agentmem/internal/broker"
+	"github.com/agentmem/agentmem/internal/broker/brokertest"
 	"github.com/agentmem/agentmem/internal/daemon"
 	"github.com/agentmem/agentmem/internal/daemon/daemontest"
 	"github.com/agentmem/agentmem/internal/embed"
@@ -117,13 +118,12 @@ func (m *model) embedded() []string {
 // checkFor polls fn every interval until it reports true, failing the test after timeout.
 func checkFor(t *testing.T, timeout time.Duration, what string, fn func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !fn() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+	brokertest.CheckFor(t, timeout, 20*time.Millisecond, func() error {
+		if !fn() {
+			return fmt.Errorf("waiting for %s", what)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // vectorCount counts the stored vectors whose keys match filter.

@@ -52,7 +52,7 @@ func profileEntries(facts []memory.Entry, ranked []events.RetrievedEntry) []even
 		}
 		out = append(out, events.RetrievedEntry{
 			ID: f.ID, Type: string(f.Type), Content: f.Content, Timestamp: f.Timestamp.UTC(), Source: memory.SourceLong,
-			Scores: events.Scores{Weight: memory.SourceWeight(memory.SourceLong)},
+			Scores:     events.Scores{Weight: memory.SourceWeight(memory.SourceLong)},
 			Provenance: f.Provenance, Metadata: f.Metadata,
 		})
 	}

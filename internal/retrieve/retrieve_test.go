@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentmem/agentmem/internal/broker"
+	"github.com/agentmem/agentmem/internal/broker/brokertest"
 	"github.com/agentmem/agentmem/internal/daemon"
 	"github.com/agentmem/agentmem/internal/ingest"
 	"github.com/agentmem/agentmem/internal/retrieve"
@@ -389,21 +390,17 @@ func TestEmbedderAddsVectorRelevance(t *testing.T) {
 	// The retriever loaded alice's view before the vectors were written (seed's read-your-writes
 	// request); it follows them through its watcher within moments.
 	var reply events.RetrieveReply
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	brokertest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
 		var err error
 		reply, err = cl.Retrieve(context.Background(), events.RetrieveRequest{Query: "which pet does the user love: cats?", Session: "s1"})
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		if len(reply.Entries) > 0 && reply.Entries[0].ID == "s1-00" {
-			break
+		if len(reply.Entries) == 0 || reply.Entries[0].ID != "s1-00" {
+			return fmt.Errorf("top %v: the entry about felines should rank first by its vector", top(reply))
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("top %v: the entry about felines should rank first by its vector", top(reply))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	first := reply.Entries[0]
 	if first.Scores.Vector == nil || *first.Scores.Vector <= 0 || first.Scores.Keyword != 0 {
 		t.Fatalf("scores %+v: want vector relevance and no keyword match", first.Scores)
@@ -426,26 +423,22 @@ func waitVectors(t *testing.T, nc *nats.Conn, filter string, n int) {
 		t.Fatal(err)
 	}
 	bucket := events.DefaultTopology().VectorBucket()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	brokertest.CheckFor(t, 30*time.Second, 20*time.Millisecond, func() error {
 		s, err := js.Stream(context.Background(), "KV_"+bucket)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		info, err := s.Info(context.Background(), jetstream.WithSubjectFilter("$KV."+bucket+"."+filter))
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		have := 0
 		for _, c := range info.State.Subjects {
 			have += int(c)
 		}
-		if have == n {
-			return
+		if have != n {
+			return fmt.Errorf("%d vectors of %s, want %d", have, filter, n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d vectors of %s, want %d", have, filter, n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }

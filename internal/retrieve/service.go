@@ -57,7 +57,7 @@ type Service struct {
 	rep     *integrity.Reporter
 	// ready is set when the query embedder's model is the one to answer with: always without a
 	// PreviousEmbedder, else once the vector bucket marks the model complete.
-	ready atomic.Bool
+	ready   atomic.Bool
 	js      jetstream.JetStream
 	counter memory.Counter
 	log     zerolog.Logger

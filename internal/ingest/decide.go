@@ -89,16 +89,19 @@ func (w *Worker) processSession(part *partition, k session.Key, items []*item) {
 	}
 	stored := items[0].msg.Subject()
 	before := st.Header.LastSeq
-	prevNew := false
+	prevNew, prevRun := false, uint64(0)
 	for _, it := range items {
 		seq := it.meta.Sequence.Stream
 		if seq <= st.Header.LastSeq {
 			prevNew = false
 			continue
 		}
-		// Consecutive first deliveries of one consumer have nothing of their filter between them;
-		// otherwise ask the stream for an undecided earlier message of this session.
-		if !prevNew || it.meta.NumDelivered != 1 {
+		// First deliveries of one consumer that this process received one after the other (the
+		// same delivery run: consecutive consumer sequences) have nothing of their filter between
+		// them. Otherwise, and when the partition's deliveries went to another member in between
+		// (a hand-over, a pin that moved), ask the stream for an undecided earlier message of this
+		// session.
+		if !prevNew || it.meta.NumDelivered != 1 || it.run != prevRun {
 			if err := w.fillGap(ctx, st, stored, seq, it, fx); err != nil {
 				fail(err)
 				return
@@ -108,7 +111,7 @@ func (w *Worker) processSession(part *partition, k session.Key, items []*item) {
 			subject: it.msg.Subject(), header: it.msg.Headers(), data: it.msg.Data(), seq: seq,
 			stored: it.meta.Timestamp, consumer: it.meta.Consumer, delivered: it.meta.NumDelivered, addr: it.addr,
 		}, fx)
-		prevNew = it.meta.NumDelivered == 1
+		prevNew, prevRun = it.meta.NumDelivered == 1, it.run
 	}
 	if st.Header.LastSeq != before || st.Uncommitted() > 0 {
 		if err := w.publish(ctx, fx); err != nil {

@@ -302,6 +302,13 @@ type partition struct {
 	items map[session.Key]*list.Element
 	order *list.List
 	known map[session.Key]bool // sessions whose user index entry this process wrote
+
+	// lastDelivery is the consumer sequence of the last turn this process received for the
+	// partition, and run counts the breaks in that sequence: two deliveries in the same run were
+	// received with nothing delivered to another process (or skipped) between them. Used by the
+	// partition's serve goroutine only.
+	lastDelivery uint64
+	run          uint64
 }
 
 func (p *partition) indexed(k session.Key) bool {
@@ -390,6 +397,7 @@ type item struct {
 	meta *jetstream.MsgMetadata
 	addr events.TurnAddress
 	bad  string // why the message is bad input ("" when it is not): terminated instead of acknowledged
+	run  uint64 // the partition's delivery run it arrived in (partition.run)
 }
 
 func (w *Worker) processBatch(part *partition, batch []jetstream.Msg) {
@@ -414,7 +422,11 @@ func (w *Worker) processBatch(part *partition, batch []jetstream.Msg) {
 		if _, ok := groups[k]; !ok {
 			order = append(order, k)
 		}
-		groups[k] = append(groups[k], &item{msg: m, meta: meta, addr: addr})
+		if c := meta.Sequence.Consumer; part.lastDelivery == 0 || c != part.lastDelivery+1 {
+			part.run++
+		}
+		part.lastDelivery = meta.Sequence.Consumer
+		groups[k] = append(groups[k], &item{msg: m, meta: meta, addr: addr, run: part.run})
 	}
 	// Sessions are independent (their own KV keys and stream subjects): process them
 	// concurrently, each one's messages in order.

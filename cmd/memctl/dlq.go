@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 
@@ -19,11 +20,16 @@ import (
 )
 
 func dlqCommand(out io.Writer) *ffcli.Command {
+	subs := []*ffcli.Command{dlqListCommand(out), dlqRetryCommand(out)}
+	for _, sub := range subs {
+		// newCommand names a top-level command; these are "memctl dlq list", "memctl dlq retry".
+		sub.ShortUsage = strings.Replace(sub.ShortUsage, "memctl ", "memctl dlq ", 1)
+	}
 	return &ffcli.Command{
 		Name:        "dlq",
 		ShortUsage:  "memctl dlq <list|retry> [flags]",
 		ShortHelp:   "inspect dead letters",
-		Subcommands: []*ffcli.Command{dlqListCommand(out), dlqRetryCommand(out)},
+		Subcommands: subs,
 		Exec:        func(context.Context, []string) error { return flag.ErrHelp },
 	}
 }

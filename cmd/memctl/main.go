@@ -25,9 +25,18 @@ func main() {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "memctl:", err)
+		var usage usageError
+		if errors.As(err, &usage) {
+			os.Exit(2)
+		}
 		os.Exit(1)
 	}
 }
+
+// usageError is a command line memctl cannot run (an unknown command, a bad flag): exit status 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
 
 // common holds the flags every subcommand has.
 type common struct {
@@ -67,12 +76,36 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			statsCommand(out),
 			reembedCommand(out),
 		},
-		Exec: func(context.Context, []string) error { return flag.ErrHelp },
+		FlagSet: flag.NewFlagSet("memctl", flag.ContinueOnError),
+		Exec: func(_ context.Context, args []string) error {
+			if len(args) > 0 {
+				return usageError{fmt.Sprintf("unknown command %q (memctl --help lists the commands)", args[0])}
+			}
+			return flag.ErrHelp
+		},
+	}
+	// Help goes to standard output (memctl --help | less); errors to standard error.
+	root.FlagSet.SetOutput(out)
+	for _, sub := range root.Subcommands {
+		setOutput(sub, out)
 	}
 	if err := root.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err.Error()}
 	}
 	return root.Run(ctx)
+}
+
+// setOutput sends the help of c and its subcommands to out.
+func setOutput(c *ffcli.Command, out io.Writer) {
+	if c.FlagSet != nil {
+		c.FlagSet.SetOutput(out)
+	}
+	for _, sub := range c.Subcommands {
+		setOutput(sub, out)
+	}
 }
 
 // newCommand builds a subcommand whose flags have AGENTMEM_* environment twins.

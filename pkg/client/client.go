@@ -98,10 +98,10 @@ type Turn struct {
 
 // Ack confirms that agentmem stored an event.
 type Ack struct {
-	ID        string
-	Stream    string
-	Sequence  uint64
-	Duplicate bool // the event was stored before: this publish added nothing
+	ID        string `json:"id"`
+	Stream    string `json:"stream"`
+	Sequence  uint64 `json:"seq"`
+	Duplicate bool   `json:"duplicate"` // the event was stored before: this publish added nothing
 }
 
 // Publish stores a turn. It returns once JetStream has stored it; applying it to memory happens

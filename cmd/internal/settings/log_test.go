@@ -38,3 +38,11 @@ func TestConsoleLogHasNoColoursOffATerminal(t *testing.T) {
 		}
 	}
 }
+
+// A server that does not answer gets a hint that memoryd may not be running.
+func TestNoServerSaysWhatToCheck(t *testing.T) {
+	_, err := (&Conn{URL: "nats://127.0.0.1:1"}).Connect("test")
+	if err == nil || !strings.Contains(err.Error(), "is memoryd running?") {
+		t.Fatalf("connecting to a closed port: %v", err)
+	}
+}

@@ -289,6 +289,9 @@ func (c *Conn) connect(name string, extra ...nats.Option) (*nats.Conn, error) {
 		opts = append(opts, nats.RootCAs(c.CAFile))
 	}
 	nc, err := nats.Connect(c.URL, opts...)
+	if errors.Is(err, nats.ErrNoServers) {
+		return nil, fmt.Errorf("connecting to %s: %w (is memoryd running? `make run` starts it; --nats or AGENTMEM_NATS names another server)", c.URL, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", c.URL, err)
 	}

@@ -45,6 +45,21 @@ type common struct {
 	tenant string
 	json   bool
 	out    io.Writer
+	fs     *flag.FlagSet
+}
+
+// tenantHint completes an empty answer when --tenant was left at its default, the commonest
+// reason for finding nothing.
+func (c *common) tenantHint() string {
+	if c.tenant != "default" || c.fs == nil {
+		return ""
+	}
+	set := false
+	c.fs.Visit(func(f *flag.Flag) { set = set || f.Name == "tenant" })
+	if set {
+		return ""
+	}
+	return ` in tenant "default" (--tenant or AGENTMEM_TENANT names yours)`
 }
 
 func (c *common) bind(fs *flag.FlagSet) {
@@ -111,7 +126,7 @@ func setOutput(c *ffcli.Command, out io.Writer) {
 // newCommand builds a subcommand whose flags have AGENTMEM_* environment twins.
 func newCommand(name, usage, help string, c *common, out io.Writer, bind func(*flag.FlagSet), exec func(context.Context, []string) error) *ffcli.Command {
 	fs := flag.NewFlagSet("memctl "+name, flag.ContinueOnError)
-	c.out = out
+	c.out, c.fs = out, fs
 	c.bind(fs)
 	if bind != nil {
 		bind(fs)

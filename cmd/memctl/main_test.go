@@ -44,3 +44,22 @@ func TestAckJSONKeys(t *testing.T) {
 		t.Fatalf("ack JSON %s", got)
 	}
 }
+
+// An empty answer says which tenant was searched when --tenant was left at its default.
+func TestTenantHint(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		hint bool
+	}{{nil, true}, {[]string{"--tenant", "default"}, false}, {[]string{"--tenant", "acme"}, false}} {
+		cm := &common{}
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		cm.fs = fs
+		cm.bind(fs)
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		if got := cm.tenantHint() != ""; got != c.hint {
+			t.Errorf("%v: hint %q", c.args, cm.tenantHint())
+		}
+	}
+}

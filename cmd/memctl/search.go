@@ -67,7 +67,7 @@ func retrieveCommand(out io.Writer, name, help string, contextFirst bool) *ffcli
 			}
 			return c.print(reply, func(w io.Writer) {
 				if len(reply.Entries) == 0 {
-					fmt.Fprintln(w, "no matching memory")
+					fmt.Fprintln(w, "no matching memory"+c.tenantHint())
 				}
 				for i, e := range reply.Entries {
 					fmt.Fprintf(w, "%2d. %.4f  %-12s %-7s %s  %s\n", i+1, e.Score, e.Type, e.Source,

@@ -166,7 +166,11 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 			return t, s
 		},
 		Metrics: cfg.Metrics,
-	}, js, deadletter.NewWriter(js, 0).Instrument(cfg.Metrics, "compressor"), w.handle, log)
+	}, js, deadletter.NewWriter(js, 0).Instrument(cfg.Metrics, "compressor"), worker.Dispatch{
+		Kinds:  []string{events.KindPressure},
+		Routes: []worker.Route{worker.On(events.TypePressure, w.handle).Traced("agentmem.compress")},
+		Tracer: w.tracer,
+	}.Handler(), log)
 	return w, nil
 }
 
@@ -213,33 +217,15 @@ var errNotCommitted = errors.New("compress: session not committed by ingest yet"
 // errPreviousMissing: the previous summary this event names first does not exist yet.
 var errPreviousMissing = errors.New("compress: previous summary not available yet")
 
-func (w *Worker) handle(ctx context.Context, m jetstream.Msg) (err error) {
-	tenant, sess, err := parsePressureSubject(m.Subject())
-	if err != nil {
-		return err
-	}
-	ev, err := events.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
-	if err != nil {
-		return err
-	}
-	if ev.Type() != events.TypePressure {
-		return fmt.Errorf("%w: unexpected event type %q on a pressure subject", events.ErrInvalid, ev.Type())
-	}
-	p, err := events.DecodeData[events.Pressure](ev)
-	if err != nil {
-		return err
-	}
-	if err := p.Validate(); err != nil {
-		return err
-	}
+// handle compresses the range a pressure event names (the consume layer decoded and validated
+// it, and started its span).
+func (w *Worker) handle(ctx context.Context, e worker.Event, p events.Pressure) error {
+	tenant, sess := e.Address.Tenant, e.Address.Key
 	if p.Session != sess {
 		return fmt.Errorf("%w: the event names session %q on the subject of session %q", events.ErrInvalid, p.Session, sess)
 	}
-	ctx, span := w.tracer.Start(events.TraceContext(ctx, ev), "agentmem.compress", trace.WithSpanKind(trace.SpanKindConsumer),
-		trace.WithAttributes(attribute.String("agentmem.tenant", tenant), attribute.String("agentmem.session", sess),
-			attribute.String("agentmem.summary_id", p.SummaryID), attribute.Int("agentmem.pressure", p.Number),
-			attribute.Int("agentmem.entries", len(p.EntryIDs))))
-	defer func() { tracing.End(span, err) }()
+	trace.SpanFromContext(ctx).SetAttributes(attribute.String("agentmem.summary_id", p.SummaryID),
+		attribute.Int("agentmem.pressure", p.Number), attribute.Int("agentmem.entries", len(p.EntryIDs)))
 	unlock := w.lock(tenant + "." + sess)
 	defer unlock()
 	sum, stored, err := w.Compress(ctx, tenant, p)

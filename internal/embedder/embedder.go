@@ -142,25 +142,35 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, emb embed.Embe
 	}
 	dlq := deadletter.NewWriter(js, 0).Instrument(cfg.Metrics, "embedder")
 	place := func(m worker.Subjected) (string, string) {
-		parts := strings.Split(m.Subject(), ".")
+		a, err := events.ParseEventSubject(m.Subject())
 		switch {
-		case len(parts) == 5:
-			return parts[3], parts[4] // <p>.memory.<kind>.<tenant>.<session>
-		case len(parts) == 4:
-			return parts[2], "" // memory.facts.<tenant>.<user>
+		case err != nil:
+			return "", ""
+		case a.Kind == events.KindFacts:
+			return a.Tenant, "" // the key is a user
 		}
-		return "", ""
+		return a.Tenant, a.Key
 	}
 	for _, h := range []struct {
 		name, stream string
 		handler      worker.Handler
 		skip         func(jetstream.Msg) bool
 	}{
-		{"embedder-turns", topo.TurnsStream(), w.handleTurn, func(m jetstream.Msg) bool { return !maybeTurn(m.Headers()) }},
-		{"embedder-summaries", topo.SummaryStream(), w.handleSummary, nil},
-		{"embedder-facts", topo.FactStream(), w.handleFact, func(m jetstream.Msg) bool {
-			return m.Headers().Get("ce-type") != "" && m.Headers().Get("ce-type") != events.TypeFact
-		}},
+		// Turns ingest rejects or cannot decode are ingest's to dead-letter; session ends are
+		// not embedded.
+		{"embedder-turns", topo.TurnsStream(), worker.Dispatch{Kinds: []string{events.KindTurns},
+			Routes: []worker.Route{worker.On(events.TypeTurn, w.handleTurn)}, SkipUnknown: true, SkipInvalid: true}.Handler(),
+			func(m jetstream.Msg) bool { return !maybeTurn(m.Headers()) }},
+		// A summary that breaks the contract is ingest's to dead-letter.
+		{"embedder-summaries", topo.SummaryStream(), worker.Dispatch{Kinds: []string{events.KindSummaries},
+			Routes: []worker.Route{worker.On(events.TypeSummary, w.handleSummary)}, SkipInvalid: true}.Handler(), nil},
+		// Other fact changes (superseded, deleted, forgotten) keep the vectors there are or
+		// remove them with the user.
+		{"embedder-facts", topo.FactStream(), worker.Dispatch{Kinds: []string{events.KindFacts},
+			Routes: []worker.Route{worker.On(events.TypeFact, w.handleFact)}, SkipUnknown: true}.Handler(),
+			func(m jetstream.Msg) bool {
+				return m.Headers().Get("ce-type") != "" && m.Headers().Get("ce-type") != events.TypeFact
+			}},
 	} {
 		w.workers = append(w.workers, worker.New(worker.Config{
 			Name: h.name, Stream: h.stream, Consumer: ccs[h.stream].Durable,
@@ -220,25 +230,12 @@ func maybeTurn(h nats.Header) bool {
 
 // handleTurn embeds a turn once ingest has applied it. Turns ingest rejects (bad input, another
 // user's session) or never sees decoded are not embedded: ingest dead-letters those.
-func (w *Worker) handleTurn(ctx context.Context, m jetstream.Msg) error {
-	parts := strings.Split(m.Subject(), ".")
-	if len(parts) != 5 {
+func (w *Worker) handleTurn(ctx context.Context, e worker.Event, turn events.Turn) error {
+	if e.Address.Partition < 0 {
 		return nil // not a partitioned turn subject: ingest dead-letters it
 	}
-	k := session.Key{Tenant: parts[3], Session: parts[4]}
-	ev, err := events.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
-	if err != nil || ev.Type() != events.TypeTurn {
-		return nil
-	}
-	turn, err := events.DecodeData[events.Turn](ev)
-	if err != nil {
-		return nil
-	}
-	meta, err := m.Metadata()
-	if err != nil {
-		return err
-	}
-	applied, user, err := w.sessions.decided(ctx, w.stopping, k, ev.ID(), meta.Sequence.Stream, w.cfg.DecideWait)
+	k := session.Key{Tenant: e.Address.Tenant, Session: e.Address.Key}
+	applied, user, err := w.sessions.decided(ctx, w.stopping, k, e.Event.ID(), e.Meta.Sequence.Stream, w.cfg.DecideWait)
 	if err != nil {
 		return err
 	}
@@ -246,56 +243,25 @@ func (w *Worker) handleTurn(ctx context.Context, m jetstream.Msg) error {
 		w.cfg.Metrics.EmbedSkipped("turn")
 		return nil
 	}
-	return w.store(ctx, k.Tenant, user, ev.ID(), KindTurn, turn.Content)
+	return w.store(ctx, k.Tenant, user, e.Event.ID(), KindTurn, turn.Content)
 }
 
 // handleSummary embeds a summary (the compressor stored it in the long-term bucket before
 // publishing it).
-func (w *Worker) handleSummary(ctx context.Context, m jetstream.Msg) error {
-	parts := strings.Split(m.Subject(), ".")
-	if len(parts) != 5 {
-		return fmt.Errorf("%w: subject %q is not <p>.memory.summaries.<tenant>.<session>", events.ErrInvalid, m.Subject())
-	}
-	ev, err := events.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
-	if err != nil {
-		return err
-	}
-	sum, err := events.DecodeData[events.Summary](ev)
-	if err != nil {
-		return err
-	}
+func (w *Worker) handleSummary(ctx context.Context, e worker.Event, sum events.Summary) error {
 	if sum.User == "" || sum.SummaryID == "" || strings.TrimSpace(sum.Content) == "" {
 		w.cfg.Metrics.EmbedSkipped("summary")
 		return nil
 	}
-	if err := events.ValidateToken("user", sum.User); err != nil {
-		return err
-	}
-	return w.store(ctx, parts[3], sum.User, sum.SummaryID, KindSummary, sum.Content)
+	return w.store(ctx, e.Address.Tenant, sum.User, sum.SummaryID, KindSummary, sum.Content)
 }
 
-// handleFact embeds a fact when it is added; other changes (superseded, deleted, forgotten) keep
-// the vectors there are or remove them with the user.
-func (w *Worker) handleFact(ctx context.Context, m jetstream.Msg) error {
-	parts := strings.Split(m.Subject(), ".")
-	if len(parts) != 4 {
-		return fmt.Errorf("%w: subject %q is not memory.facts.<tenant>.<user>", events.ErrInvalid, m.Subject())
-	}
-	ev, err := events.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
-	if err != nil {
-		return err
-	}
-	if ev.Type() != events.TypeFact {
-		return nil
-	}
-	fe, err := events.DecodeData[events.FactEvent](ev)
-	if err != nil {
-		return err
-	}
+// handleFact embeds a fact when it is added.
+func (w *Worker) handleFact(ctx context.Context, e worker.Event, fe events.FactEvent) error {
 	if fe.Op != events.FactAdded || fe.Fact.ID == "" || strings.TrimSpace(fe.Fact.Content) == "" {
 		return nil
 	}
-	return w.store(ctx, parts[2], parts[3], fe.Fact.ID, KindFact, fe.Fact.Content)
+	return w.store(ctx, e.Address.Tenant, e.Address.Key, fe.Fact.ID, KindFact, fe.Fact.Content)
 }
 
 // store embeds text as entry id of (tenant, user) unless its vector exists, and stores it.

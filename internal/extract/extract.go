@@ -154,12 +154,22 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 		// Turns are ingest's business: only session ends trigger an extraction.
 		Skip:    func(m jetstream.Msg) bool { return !maybeEnd(m.Headers()) },
 		Metrics: cfg.Metrics,
-	}, js, dlq, w.handleEnd, log)
+	}, js, dlq, worker.Dispatch{
+		Kinds: []string{events.KindTurns},
+		// Turns, and whatever ingest dead-letters, are ingest's business.
+		Routes:      []worker.Route{worker.On(events.TypeSessionEnded, w.handleEnd)},
+		SkipUnknown: true, SkipInvalid: true,
+	}.Handler(), log)
 	w.sums = worker.New(worker.Config{
 		Name: "extractor-summaries", Stream: topo.SummaryStream(), Consumer: topo.ExtractorSummaryConsumer(),
 		Concurrency: cfg.Concurrency, MaxDeliver: events.WorkerMaxDeliver, Place: place, Backoff: cfg.Backoff,
 		Metrics: cfg.Metrics,
-	}, js, dlq, w.handleSummary, log)
+	}, js, dlq, worker.Dispatch{
+		Kinds:  []string{events.KindSummaries},
+		Routes: []worker.Route{worker.On(events.TypeSummary, w.handleSummary)},
+		// A summary that breaks the contract is ingest's to dead-letter.
+		SkipInvalid: true,
+	}.Handler(), log)
 	return w, nil
 }
 
@@ -198,46 +208,19 @@ func maybeEnd(h nats.Header) bool {
 	return h.Get("ce-type") == events.TypeSessionEnded
 }
 
-func (w *Worker) handleEnd(ctx context.Context, m jetstream.Msg) error {
-	if !maybeEnd(m.Headers()) {
-		return nil // turns are ingest's business
-	}
-	ev, err := events.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
-	if err != nil || ev.Type() != events.TypeSessionEnded {
-		return nil
-	}
-	k, err := sessionOf(m.Subject())
-	if err != nil {
-		return nil // ingest dead-letters it
-	}
-	meta, err := m.Metadata()
-	if err != nil {
-		return err
-	}
-	return w.extract(events.TraceContext(ctx, ev), k, meta.Sequence.Stream, meta.NumDelivered > 1, "session end")
+// handleEnd extracts from a session once it ended.
+func (w *Worker) handleEnd(ctx context.Context, e worker.Event, _ events.SessionEnded) error {
+	k := session.Key{Tenant: e.Address.Tenant, Session: e.Address.Key}
+	return w.extract(ctx, k, e.Meta.Sequence.Stream, e.Meta.NumDelivered > 1, "session end")
 }
 
-func (w *Worker) handleSummary(ctx context.Context, m jetstream.Msg) error {
-	k, err := sessionOf(m.Subject())
-	if err != nil {
-		return err
-	}
-	ev, err := events.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
-	if err != nil {
-		return err
-	}
-	sum, err := events.DecodeData[events.Summary](ev)
-	if err != nil {
-		return err
-	}
+// handleSummary extracts from the turns a summary covers.
+func (w *Worker) handleSummary(ctx context.Context, e worker.Event, sum events.Summary) error {
 	if sum.LastSeq == 0 {
 		return nil // a summary without its range: the session end will extract
 	}
-	meta, err := m.Metadata()
-	if err != nil {
-		return err
-	}
-	return w.extract(events.TraceContext(ctx, ev), k, sum.LastSeq, meta.NumDelivered > 1, "summary")
+	k := session.Key{Tenant: e.Address.Tenant, Session: e.Address.Key}
+	return w.extract(ctx, k, sum.LastSeq, e.Meta.NumDelivered > 1, "summary")
 }
 
 // Extract extracts the facts of a session's applied turns up to stream sequence upTo that were

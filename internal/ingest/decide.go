@@ -18,6 +18,7 @@ import (
 	"github.com/agentmem/agentmem/internal/deadletter"
 	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/internal/tracing"
+	"github.com/agentmem/agentmem/internal/worker"
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
 )
@@ -52,18 +53,23 @@ type effects struct {
 	turns, ends, idleEnds, dups, pressures int
 }
 
-func (w *Worker) processSession(part *partition, k session.Key, items []*item) {
+// processSession decides a session's messages of one batch, in order, and commits the session.
+// It returns each message's outcome: nil, or worker.Recorded for a rejected message (its dead
+// letter is written before the commit that records the rejection); or the error that leaves
+// every message of the batch for redelivery, when nothing was committed.
+func (w *Worker) processSession(part *partition, items []worker.Delivery) (outcomes []error, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
+	addr := items[0].Key.(events.TurnAddress)
+	k := session.Key{Tenant: addr.Tenant, Session: addr.Session}
 	fx := &effects{trace: ctx}
-	fail := func(err error) {
+	fail := func(err error) ([]error, error) {
 		for _, s := range fx.spans {
 			tracing.End(s, err)
 		}
 		w.failures.Add(1)
 		part.drop(k)
 		lvl := w.log.Warn()
-		w.cfg.Metrics.TransientFailure("ingest", len(items))
 		if errors.Is(err, session.ErrConflict) {
 			w.conflicts.Add(1)
 			w.cfg.Metrics.Conflict()
@@ -71,27 +77,22 @@ func (w *Worker) processSession(part *partition, k session.Key, items []*item) {
 		}
 		lvl.Err(err).Str("tenant", k.Tenant).Str("session", k.Session).Int("messages", len(items)).
 			Msg("session batch not applied; left for redelivery")
-		for _, it := range items {
-			_ = it.msg.NakWithDelay(backoff(it.meta.NumDelivered))
-		}
+		return nil, err
 	}
 	st := part.get(k)
 	if st == nil {
-		var err error
 		if st, err = w.store.Load(ctx, k, w.cfg.Budget.Conversation()); err != nil {
-			fail(err)
-			return
+			return fail(err)
 		}
 		part.put(st)
 	}
-	if st.Header.Partition < 0 {
-		st.Header.Partition = items[0].addr.Partition
-	}
-	stored := items[0].msg.Subject()
+	st.PlaceIn(addr.Partition)
+	stored := items[0].Msg.Subject()
 	before := st.Header.LastSeq
+	outcomes = make([]error, len(items))
 	prevNew, prevRun := false, uint64(0)
-	for _, it := range items {
-		seq := it.meta.Sequence.Stream
+	for i, it := range items {
+		seq := it.Meta.Sequence.Stream
 		if seq <= st.Header.LastSeq {
 			prevNew = false
 			continue
@@ -101,52 +102,55 @@ func (w *Worker) processSession(part *partition, k session.Key, items []*item) {
 		// them. Otherwise, and when the partition's deliveries went to another member in between
 		// (a hand-over, a pin that moved), ask the stream for an undecided earlier message of this
 		// session.
-		if !prevNew || it.meta.NumDelivered != 1 || it.run != prevRun {
-			if err := w.fillGap(ctx, st, stored, seq, it, fx); err != nil {
-				fail(err)
-				return
+		if !prevNew || it.Meta.NumDelivered != 1 || it.Run != prevRun {
+			if err := w.fillGap(ctx, st, stored, seq, it, addr, fx); err != nil {
+				return fail(err)
 			}
 		}
-		it.bad = w.decide(st, message{
-			subject: it.msg.Subject(), header: it.msg.Headers(), data: it.msg.Data(), seq: seq,
-			stored: it.meta.Timestamp, consumer: it.meta.Consumer, delivered: it.meta.NumDelivered, addr: it.addr,
-		}, fx)
-		prevNew, prevRun = it.meta.NumDelivered == 1, it.run
+		if bad := w.decide(st, message{
+			subject: it.Msg.Subject(), header: it.Msg.Headers(), data: it.Msg.Data(), seq: seq,
+			stored: it.Meta.Timestamp, consumer: it.Meta.Consumer, delivered: it.Meta.NumDelivered, addr: addr,
+		}, fx); bad != "" {
+			outcomes[i] = worker.Recorded(bad)
+		}
+		prevNew, prevRun = it.Meta.NumDelivered == 1, it.Run
 	}
 	if st.Header.LastSeq != before || st.Uncommitted() > 0 {
 		if err := w.publish(ctx, fx); err != nil {
-			fail(err)
-			return
+			return fail(err)
 		}
-		if h := st.Header; h.User != "" && (st.Revision() == 0 || !part.indexed(k)) {
-			// The user's session index (long-term store) lists every session the user owns: the
-			// archive source and forget start from it. Idempotent.
-			if err := w.long.TouchSession(ctx, k.Tenant, h.User, k.Session, h.FirstTurnAt, h.LastTurnAt); err != nil {
-				fail(err)
-				return
-			}
-			part.markIndexed(k)
+		if err := w.commit(ctx, part, st); err != nil {
+			return fail(err)
 		}
-		writes, err := w.store.Commit(ctx, st)
-		w.writes.Add(uint64(writes))
-		if err != nil {
-			fail(err)
-			return
-		}
-		w.commits.Add(1)
-		w.idle.touch(st.Header)
 		w.record(fx)
 	}
 	for _, s := range fx.spans {
 		s.End()
 	}
-	for _, it := range items {
-		if it.bad != "" {
-			_ = it.msg.TermWithReason(it.bad)
-		} else {
-			_ = it.msg.Ack()
+	return outcomes, nil
+}
+
+// commit writes the session: first its entry in the user's session index (the long-term
+// store lists every session a user owns: the archive source and forget start from it;
+// idempotent, written once per session and process), then the session itself. Live ingest and
+// replay commit through it.
+func (w *Worker) commit(ctx context.Context, part *partition, st *session.State) error {
+	if h := st.Header; h.User != "" && (st.Revision() == 0 || part == nil || !part.indexed(st.Key)) {
+		if err := w.long.TouchSession(ctx, st.Key.Tenant, h.User, st.Key.Session, h.FirstTurnAt, h.LastTurnAt); err != nil {
+			return err
+		}
+		if part != nil {
+			part.markIndexed(st.Key)
 		}
 	}
+	writes, err := w.store.Commit(ctx, st)
+	w.writes.Add(uint64(writes))
+	if err != nil {
+		return err
+	}
+	w.commits.Add(1)
+	w.idle.touch(st.Header)
+	return nil
 }
 
 // record counts a committed batch of one session in the metrics.
@@ -168,7 +172,7 @@ func (w *Worker) record(fx *effects) {
 
 // fillGap applies, in order, every message of the session stored before seq that was not
 // decided yet.
-func (w *Worker) fillGap(ctx context.Context, st *session.State, stored string, seq uint64, it *item, fx *effects) error {
+func (w *Worker) fillGap(ctx context.Context, st *session.State, stored string, seq uint64, it worker.Delivery, addr events.TurnAddress, fx *effects) error {
 	next, err := w.reader.Next(ctx, stored, st.Header.LastSeq+1)
 	if err != nil {
 		return err
@@ -182,7 +186,7 @@ func (w *Worker) fillGap(ctx context.Context, st *session.State, stored string, 
 		w.filled.Add(1)
 		w.decide(st, message{
 			subject: m.Subject, header: m.Header, data: m.Data, seq: m.Sequence, stored: m.Time,
-			consumer: it.meta.Consumer, delivered: 0, addr: it.addr,
+			consumer: it.Meta.Consumer, delivered: 0, addr: addr,
 		}, fx)
 		return nil
 	})

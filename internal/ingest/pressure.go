@@ -126,7 +126,7 @@ func (w *Worker) checkPressure(st *session.State, trigger memory.Entry, storedAt
 		return
 	}
 	st.SetAbove(st.Short.Tokens() >= threshold)
-	st.Header.AwaitingSince = storedAt
+	st.AwaitSummary(storedAt)
 	budget := st.Short.Budget()
 	body := events.Pressure{
 		Session: st.Key.Session, User: st.Header.User, Tokens: tokens, Budget: budget,

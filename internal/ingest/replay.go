@@ -36,11 +36,13 @@ type Replayer struct {
 	w    *Worker
 	comp Compressor
 	ext  Extractor
+	// indexed remembers the sessions whose user index entry the replay wrote.
+	indexed *partition
 }
 
 // NewReplayer replays with an ingest worker built with NoConsumers for the target topology.
 func NewReplayer(w *Worker, comp Compressor, ext Extractor) *Replayer {
-	return &Replayer{w: w, comp: comp, ext: ext}
+	return &Replayer{w: w, comp: comp, ext: ext, indexed: newPartition(-1, 1<<16)}
 }
 
 // ReplayStats says what a replay did.
@@ -92,9 +94,7 @@ func (r *Replayer) Replay(ctx context.Context, tenant string, from uint64, since
 		if m.Sequence <= st.Header.LastSeq {
 			return nil
 		}
-		if st.Header.Partition < 0 {
-			st.Header.Partition = addr.Partition
-		}
+		st.PlaceIn(addr.Partition)
 		stats.Messages++
 		fx := &effects{}
 		r.w.decide(st, message{subject: m.Subject, header: m.Header, data: m.Data, seq: m.Sequence, stored: m.Time, addr: addr}, fx)
@@ -151,18 +151,14 @@ func (r *Replayer) count(ctx context.Context, subject string) (uint64, error) {
 	return n, nil
 }
 
-// commit writes the session like live ingest does, the user's session index included.
+// commit writes the session like live ingest does (Worker.commit), the user's session index
+// included.
 func (r *Replayer) commit(ctx context.Context, st *session.State) error {
-	if h := st.Header; h.User != "" && st.Revision() == 0 {
-		if err := r.w.long.TouchSession(ctx, st.Key.Tenant, h.User, st.Key.Session, h.FirstTurnAt, h.LastTurnAt); err != nil {
-			return err
-		}
-	}
 	if st.Uncommitted() == 0 && st.Revision() != 0 {
 		// Header-only changes (a duplicate's watermark) are written with the next operation.
 		return nil
 	}
-	if _, err := r.w.store.Commit(ctx, st); err != nil {
+	if err := r.w.commit(ctx, r.indexed, st); err != nil {
 		return fmt.Errorf("committing %s: %w", st.Key, err)
 	}
 	return nil
@@ -185,11 +181,7 @@ func (r *Replayer) compress(ctx context.Context, st *session.State, msg *nats.Ms
 	if !stored {
 		return 0, errors.New("replay: session forgotten during the replay")
 	}
-	if holdsPlaceholder(st, sum.ID) {
-		st.ApplySummary(summaryEntry(sum.ID, sum.Content, sum.Timestamp, sum.Provenance, sum.Summarizer, p.Number, sum.Usage))
-		if sum.ID == st.Header.SummaryID {
-			st.Header.AwaitingSince = time.Time{}
-		}
+	if fillPlaceholder(st, sum.ID, sum.Content, sum.Timestamp, sum.Provenance, sum.Summarizer, p.Number, sum.Usage) {
 		if err := r.commit(ctx, st); err != nil {
 			return 0, err
 		}

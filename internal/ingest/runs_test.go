@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentmem/agentmem/internal/broker/brokertest"
 	"github.com/agentmem/agentmem/internal/session"
+	"github.com/agentmem/agentmem/internal/worker"
 	"github.com/agentmem/agentmem/pkg/events"
 )
 
@@ -61,7 +62,19 @@ func TestFirstDeliveriesWithAGapBetweenThemFillIt(t *testing.T) {
 		return nil
 	}
 	first, _, third := fetch(), fetch(), fetch()
-	w.processBatch(newPartition(0, 10), []jetstream.Msg{first, third})
+	// The consume layer numbers delivery runs (internal/worker TestDeliveryRuns): t0 and t2 came
+	// in different runs.
+	var group []worker.Delivery
+	for i, m := range []jetstream.Msg{first, third} {
+		meta, err := m.Metadata()
+		if err != nil {
+			t.Fatal(err)
+		}
+		group = append(group, worker.Delivery{Msg: m, Meta: meta, Key: events.TurnAddress{Tenant: "acme", Session: "s1", Partition: 0}, Run: uint64(i + 1)})
+	}
+	if _, err := w.processSession(newPartition(0, 10), group); err != nil {
+		t.Fatal(err)
+	}
 	st, err := w.store.Load(ctx, session.Key{Tenant: "acme", Session: "s1"}, w.cfg.Budget.Conversation())
 	if err != nil {
 		t.Fatal(err)

@@ -10,9 +10,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/agentmem/agentmem/internal/deadletter"
 	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/internal/tracing"
+	"github.com/agentmem/agentmem/internal/worker"
 	"github.com/agentmem/agentmem/pkg/events"
 )
 
@@ -25,35 +25,24 @@ func parseSummarySubject(subject string) (session.Key, error) {
 	return session.Key{Tenant: tenant, Session: sess}, err
 }
 
-// applySummaries applies agentmem.summary.v1 events to their sessions: the placeholder a pressure
-// event named gets the summary's text. Applying the same summary again changes nothing.
-func (w *Worker) applySummaries(part *partition, batch []jetstream.Msg) {
-	for _, m := range batch {
-		meta, err := m.Metadata()
-		if err != nil {
-			_ = m.Term()
-			continue
-		}
-		err = w.applySummary(part, m)
-		switch {
-		case err == nil:
-			_ = m.Ack()
-		case errors.Is(err, events.ErrInvalid):
-			w.deadLetterSummary(m, meta, err.Error())
-		default:
+// applySummaries applies a session's agentmem.summary.v1 events of a batch, in order: the
+// placeholder a pressure event named gets the summary's text. Applying the same summary again
+// changes nothing. It returns each event's outcome.
+func (w *Worker) applySummaries(part *partition, group []worker.Delivery) []error {
+	outcomes := make([]error, len(group))
+	for i, d := range group {
+		outcomes[i] = w.applySummary(part, d.Key.(session.Key), d.Msg)
+		if err := outcomes[i]; err != nil && !errors.Is(err, events.ErrInvalid) {
 			w.failures.Add(1)
-			w.cfg.Metrics.TransientFailure("ingest", 1)
-			w.log.Debug().Err(err).Str("subject", m.Subject()).Msg("summary not applied yet; will retry")
-			_ = m.NakWithDelay(backoff(meta.NumDelivered))
+			w.log.Debug().Err(err).Str("subject", d.Msg.Subject()).Msg("summary not applied yet; will retry")
+		} else if err != nil {
+			w.rejected.Add(1)
 		}
 	}
+	return outcomes
 }
 
-func (w *Worker) applySummary(part *partition, m jetstream.Msg) (err error) {
-	k, err := parseSummarySubject(m.Subject())
-	if err != nil {
-		return err
-	}
+func (w *Worker) applySummary(part *partition, k session.Key, m jetstream.Msg) (err error) {
 	ev, err := events.Decode(natsMsg(m.Subject(), m.Headers(), m.Data()))
 	if err != nil {
 		return err
@@ -92,21 +81,24 @@ func (w *Worker) applySummary(part *partition, m jetstream.Msg) (err error) {
 		// Already applied, covered by a later summary, or forgotten: nothing to do.
 		return nil
 	}
-	st.ApplySummary(summaryEntry(sum.SummaryID, sum.Content, sum.Timestamp, sum.Provenance, sum.Summarizer, sum.Pressure, sum.Usage))
-	if sum.SummaryID == st.Header.SummaryID {
-		st.Header.AwaitingSince = time.Time{}
-	}
-	writes, err := w.store.Commit(ctx, st)
-	w.writes.Add(uint64(writes))
-	if err != nil {
+	fillPlaceholder(st, sum.SummaryID, sum.Content, sum.Timestamp, sum.Provenance, sum.Summarizer, sum.Pressure, sum.Usage)
+	if err := w.commit(ctx, part, st); err != nil {
 		part.drop(k)
 		return err
 	}
-	w.commits.Add(1)
 	w.summaries.Add(1)
 	w.cfg.Metrics.SummaryApplied()
-	w.idle.touch(st.Header)
 	return nil
+}
+
+// fillPlaceholder gives the placeholder of summary id its text, if the session still waits for
+// it, and reports whether it did: live ingest and replay apply summaries through it.
+func fillPlaceholder(st *session.State, id, content string, ts time.Time, provenance []string, summarizer string, pressure int, u events.Usage) bool {
+	if !holdsPlaceholder(st, id) {
+		return false
+	}
+	st.ApplySummary(summaryEntry(id, content, ts, provenance, summarizer, pressure, u))
+	return true
 }
 
 // holdsPlaceholder reports whether the session still waits for the text of summary id.
@@ -115,21 +107,4 @@ func holdsPlaceholder(st *session.State, id string) bool {
 		return e.Content == ""
 	}
 	return st.CoversPlaceholder(id)
-}
-
-func (w *Worker) deadLetterSummary(m jetstream.Msg, meta *jetstream.MsgMetadata, reason string) {
-	k, _ := parseSummarySubject(m.Subject())
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	err := w.dlq.Write(ctx, deadletter.Record{
-		Msg: natsMsg(m.Subject(), m.Headers(), m.Data()), Tenant: k.Tenant, Session: k.Session,
-		Stream: meta.Stream, Seq: meta.Sequence.Stream, Consumer: meta.Consumer, Delivered: meta.NumDelivered, Reason: reason,
-		Class: deadletter.ClassInvalid,
-	})
-	if err != nil {
-		_ = m.NakWithDelay(backoff(meta.NumDelivered))
-		return
-	}
-	w.rejected.Add(1)
-	_ = m.TermWithReason(reason)
 }

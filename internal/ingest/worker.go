@@ -3,9 +3,7 @@ package ingest
 import (
 	"container/list"
 	"context"
-	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -23,6 +21,7 @@ import (
 	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/internal/tracing"
+	"github.com/agentmem/agentmem/internal/worker"
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
 )
@@ -56,6 +55,7 @@ type Worker struct {
 	reader  *archive.Reader
 	dlq     *deadletter.Writer
 	idle    *idleTracker
+	runner  *worker.Ordered
 
 	members atomic.Pointer[membership]
 	tracer  trace.Tracer
@@ -98,6 +98,11 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, log zerolog.Lo
 		tracer:  tracing.Tracer(cfg.Tracer),
 	}
 	w.idle = newIdleTracker(w)
+	// A session waits while its turn is retried: the backoff stays short.
+	w.runner = worker.NewOrdered(worker.OrderedConfig{
+		Name: "ingest", BatchSize: cfg.BatchSize, Buffer: events.IngestMaxAckPending, Groups: sessionConcurrency,
+		Heartbeat: cfg.heartbeat(), Backoff: backoff, Metrics: cfg.Metrics,
+	}, js, w.dlq, log)
 	if cfg.NoConsumers {
 		return w, nil
 	}
@@ -165,12 +170,6 @@ func (w *Worker) Run(ctx context.Context) error {
 	return err
 }
 
-// feed is one durable consumer delivering into a channel.
-type feed struct {
-	ch chan jetstream.Msg
-	cc jetstream.ConsumeContext
-}
-
 // Owns reports whether this process consumes partition p now.
 func (w *Worker) Owns(p int) bool {
 	if m := w.members.Load(); m != nil {
@@ -187,112 +186,6 @@ func (w *Worker) Owned() []int {
 	return slices.Clone(w.cfg.Partitions)
 }
 
-// startConsume starts delivering the messages of a durable consumer into a channel large enough
-// for everything the consumer may have in flight, so the delivery callback never blocks.
-// Partition consumers are consumed in their priority group (one pinned member at a time).
-func (w *Worker) startConsume(ctx context.Context, stream, name string, pinned bool) (*feed, error) {
-	cons, err := w.js.Consumer(ctx, stream, name)
-	if err != nil {
-		return nil, fmt.Errorf("binding consumer %q: %w", name, err)
-	}
-	f := &feed{ch: make(chan jetstream.Msg, events.IngestMaxAckPending+w.cfg.BatchSize)}
-	opts := []jetstream.PullConsumeOpt{
-		jetstream.PullMaxMessages(w.cfg.BatchSize),
-		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			if !errors.Is(err, jetstream.ErrConsumerDeleted) {
-				w.log.Debug().Err(err).Str("consumer", name).Msg("consume")
-			}
-		}),
-	}
-	if pinned {
-		opts = append(opts, jetstream.PullPriorityGroup(events.IngestPriorityGroup))
-	}
-	f.cc, err = cons.Consume(func(m jetstream.Msg) { f.ch <- m }, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("consuming %q: %w", name, err)
-	}
-	return f, nil
-}
-
-// next returns first and what else is waiting in ch, up to a batch.
-func (w *Worker) next(first jetstream.Msg, ch chan jetstream.Msg) []jetstream.Msg {
-	batch := []jetstream.Msg{first}
-	for len(batch) < w.cfg.BatchSize {
-		select {
-		case m := <-ch:
-			batch = append(batch, m)
-		default:
-			return batch
-		}
-	}
-	return batch
-}
-
-// serve hands the batches of feeds to their handlers, one at a time, until ctx is cancelled;
-// then it drains the consumers and handles what they had already delivered.
-func (w *Worker) serve(ctx context.Context, feeds []*feed, handlers []func([]jetstream.Msg)) error {
-	cases := make([]reflect.SelectCase, len(feeds)+1)
-	for i, f := range feeds {
-		cases[i] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(f.ch)}
-	}
-	cases[len(feeds)] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())}
-	for {
-		i, v, _ := reflect.Select(cases)
-		if i == len(feeds) {
-			break
-		}
-		w.handle(handlers[i], w.next(v.Interface().(jetstream.Msg), feeds[i].ch))
-	}
-	for _, f := range feeds {
-		f.cc.Drain()
-	}
-	for i, f := range feeds {
-		// The channel holds everything the consumer may have in flight, but a redelivery of a
-		// message still waiting in it is a second copy: keep handling while the drain completes,
-		// so a full channel never blocks the delivery callback for good.
-		for done := false; !done; {
-			select {
-			case m := <-f.ch:
-				w.handle(handlers[i], w.next(m, f.ch))
-			case <-f.cc.Closed():
-				done = true
-			}
-		}
-		for len(f.ch) > 0 {
-			w.handle(handlers[i], w.next(<-f.ch, f.ch))
-		}
-	}
-	return nil
-}
-
-// handle runs handler on batch. A batch that takes longer than a third of the AckWait (a commit
-// waiting out a JetStream leader change) keeps its messages with InProgress heartbeats, so a short
-// AckWait brings a dead process's messages back quickly without redelivering a live one's.
-func (w *Worker) handle(handler func([]jetstream.Msg), batch []jetstream.Msg) {
-	every := w.cfg.heartbeat()
-	var mu sync.Mutex
-	stopped := false
-	var t *time.Timer
-	mu.Lock()
-	t = time.AfterFunc(every, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped {
-			return
-		}
-		for _, m := range batch {
-			_ = m.InProgress()
-		}
-		t.Reset(every)
-	})
-	mu.Unlock()
-	handler(batch)
-	mu.Lock()
-	stopped = true
-	t.Stop()
-	mu.Unlock()
-}
-
 // partition holds the sessions one partition goroutine owns, most recently used first. The
 // sessions of one batch are processed concurrently, so its maps are guarded.
 type partition struct {
@@ -302,13 +195,6 @@ type partition struct {
 	items map[session.Key]*list.Element
 	order *list.List
 	known map[session.Key]bool // sessions whose user index entry this process wrote
-
-	// lastDelivery is the consumer sequence of the last turn this process received for the
-	// partition, and run counts the breaks in that sequence: two deliveries in the same run were
-	// received with nothing delivered to another process (or skipped) between them. Used by the
-	// partition's serve goroutine only.
-	lastDelivery uint64
-	run          uint64
 }
 
 func (p *partition) indexed(k session.Key) bool {
@@ -370,126 +256,60 @@ func (p *partition) drop(k session.Key) {
 func (w *Worker) runPartition(ctx context.Context, n int) error {
 	part := newPartition(n, max(1, w.cfg.CachedSessions))
 	topo := w.cfg.Topology
-	turns, err := w.startConsume(ctx, topo.TurnsStream(), topo.IngestConsumer(n), true)
-	if ctx.Err() != nil {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	sums, err := w.startConsume(ctx, topo.SummaryStream(), topo.IngestSummaryConsumer(n), true)
-	if err != nil {
-		turns.cc.Stop()
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
-	}
-	return w.serve(ctx, []*feed{turns, sums}, []func([]jetstream.Msg){
-		func(b []jetstream.Msg) { w.processBatch(part, b) },
-		func(b []jetstream.Msg) { w.applySummaries(part, b) },
+	return w.runner.Run(ctx, worker.Feed{
+		Stream: topo.TurnsStream(), Consumer: topo.IngestConsumer(n), PriorityGroup: events.IngestPriorityGroup,
+		Group: w.turnGroup, Handle: func(_ context.Context, g []worker.Delivery) ([]error, error) {
+			return w.processSession(part, g)
+		},
+		Batch: w.turnBatch,
+	}, worker.Feed{
+		Stream: topo.SummaryStream(), Consumer: topo.IngestSummaryConsumer(n), PriorityGroup: events.IngestPriorityGroup,
+		Group: func(m jetstream.Msg) (any, error) { return parseSummarySubject(m.Subject()) },
+		Handle: func(_ context.Context, g []worker.Delivery) ([]error, error) {
+			return w.applySummaries(part, g), nil
+		},
+		Place: func(m worker.Subjected) (string, string) {
+			k, _ := parseSummarySubject(m.Subject())
+			return k.Tenant, k.Session
+		},
 	})
 }
 
-// item is one delivered message of a batch.
-type item struct {
-	msg  jetstream.Msg
-	meta *jetstream.MsgMetadata
-	addr events.TurnAddress
-	bad  string // why the message is bad input ("" when it is not): terminated instead of acknowledged
-	run  uint64 // the partition's delivery run it arrived in (partition.run)
+// turnGroup groups a partition's turns by session (its address); a subject that names no
+// session is dead-lettered at once.
+func (w *Worker) turnGroup(m jetstream.Msg) (any, error) {
+	addr, err := events.ParseTurnSubject(m.Subject())
+	if err != nil {
+		w.rejected.Add(1)
+		return nil, worker.Classed(deadletter.ClassMalformed, fmt.Errorf("subject %q: %w", m.Subject(), err))
+	}
+	return addr, nil
 }
 
-func (w *Worker) processBatch(part *partition, batch []jetstream.Msg) {
-	w.messages.Add(uint64(len(batch)))
+// turnBatch counts a batch of turns and, when it is done, records it in the metrics.
+func (w *Worker) turnBatch(n int) func() {
+	w.messages.Add(uint64(n))
 	start, filled := time.Now(), w.filled.Load()
-	defer func() { w.cfg.Metrics.IngestBatch(len(batch), int(w.filled.Load()-filled), time.Since(start)) }()
-	var order []session.Key
-	groups := map[session.Key][]*item{}
-	for _, m := range batch {
-		meta, err := m.Metadata()
-		if err != nil {
-			w.log.Error().Err(err).Str("subject", m.Subject()).Msg("message without metadata")
-			_ = m.Term()
-			continue
-		}
-		addr, err := events.ParseTurnSubject(m.Subject())
-		if err != nil {
-			w.deadLetterUnparsed(m, meta, fmt.Sprintf("subject %q: %v", m.Subject(), err))
-			continue
-		}
-		k := session.Key{Tenant: addr.Tenant, Session: addr.Session}
-		if _, ok := groups[k]; !ok {
-			order = append(order, k)
-		}
-		if c := meta.Sequence.Consumer; part.lastDelivery == 0 || c != part.lastDelivery+1 {
-			part.run++
-		}
-		part.lastDelivery = meta.Sequence.Consumer
-		groups[k] = append(groups[k], &item{msg: m, meta: meta, addr: addr, run: part.run})
-	}
-	// Sessions are independent (their own KV keys and stream subjects): process them
-	// concurrently, each one's messages in order.
-	var g errgroup.Group
-	g.SetLimit(sessionConcurrency)
-	for _, k := range order {
-		g.Go(func() error {
-			w.processSession(part, k, groups[k])
-			return nil
-		})
-	}
-	_ = g.Wait()
+	return func() { w.cfg.Metrics.IngestBatch(n, int(w.filled.Load()-filled), time.Since(start)) }
+}
+
+// runMalformed dead-letters the turns-stream messages whose subject names no session: the
+// consumer of everything no partition consumer matches.
+func (w *Worker) runMalformed(ctx context.Context) error {
+	return w.runner.Run(ctx, worker.Feed{
+		Stream: w.cfg.Topology.TurnsStream(), Consumer: w.cfg.Topology.MalformedConsumer(),
+		Group: func(m jetstream.Msg) (any, error) {
+			w.messages.Add(1)
+			w.rejected.Add(1)
+			return nil, worker.Classed(deadletter.ClassMalformed,
+				fmt.Errorf("subject %q is not memory.turns.<tenant>.<session> (tokens [A-Za-z0-9_-]{1,64})", m.Subject()))
+		},
+	})
 }
 
 // sessionConcurrency bounds the sessions of one batch processed at once.
 const sessionConcurrency = 8
 
-// deadLetterUnparsed dead-letters a message whose subject names no valid session.
-func (w *Worker) deadLetterUnparsed(m jetstream.Msg, meta *jetstream.MsgMetadata, reason string) {
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	err := w.dlq.Write(ctx, deadletter.Record{
-		Msg: natsMsg(m.Subject(), m.Headers(), m.Data()), Stream: meta.Stream, Seq: meta.Sequence.Stream,
-		Consumer: meta.Consumer, Delivered: meta.NumDelivered, Reason: reason, Class: deadletter.ClassMalformed,
-	})
-	if err != nil {
-		w.failures.Add(1)
-		w.cfg.Metrics.TransientFailure("ingest", 1)
-		w.log.Warn().Err(err).Str("subject", m.Subject()).Msg("dead letter not written; will retry")
-		_ = m.NakWithDelay(backoff(meta.NumDelivered))
-		return
-	}
-	w.rejected.Add(1)
-	w.log.Debug().Str("subject", m.Subject()).Str("reason", reason).Msg("dead-lettered")
-	_ = m.TermWithReason(reason)
-}
-
-func (w *Worker) runMalformed(ctx context.Context) error {
-	f, err := w.startConsume(ctx, w.cfg.Topology.TurnsStream(), w.cfg.Topology.MalformedConsumer(), false)
-	if ctx.Err() != nil {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	return w.serve(ctx, []*feed{f}, []func([]jetstream.Msg){func(batch []jetstream.Msg) {
-		for _, m := range batch {
-			w.messages.Add(1)
-			meta, err := m.Metadata()
-			if err != nil {
-				_ = m.Term()
-				continue
-			}
-			w.deadLetterUnparsed(m, meta, fmt.Sprintf("subject %q is not memory.turns.<tenant>.<session> (tokens [A-Za-z0-9_-]{1,64})", m.Subject()))
-		}
-	}})
-}
-
-// backoff is the redelivery delay after a transient failure on the n-th delivery.
-func backoff(n uint64) time.Duration {
-	d := 250 * time.Millisecond
-	for i := uint64(1); i < n && d < 30*time.Second; i++ {
-		d *= 2
-	}
-	return min(d, 30*time.Second)
-}
+// backoff is the redelivery delay after a transient failure on the n-th delivery: the session's
+// later turns wait behind the retried one, so it starts short and stops at 30 s.
+var backoff = worker.Exponential(250*time.Millisecond, 30*time.Second)

@@ -232,8 +232,23 @@ func provenance(parts []memory.Entry) []string {
 // ApplySummary fills in the text of a placeholder (or of a placeholder that a later one already
 // covers). The placeholder keeps its accounted tokens, so the budget arithmetic does not depend on
 // when the summary arrives.
+// When it is the summary the session waits for (the latest named range), the session stops
+// waiting.
 func (s *State) ApplySummary(sum memory.Entry) {
 	s.record(Op{Kind: OpSummary, ID: sum.ID, Entry: stripped(sum)})
+	if sum.ID == s.Header.SummaryID {
+		s.Header.AwaitingSince = time.Time{}
+	}
+}
+
+// AwaitSummary records that the latest named range waits for its summary since storedAt.
+func (s *State) AwaitSummary(storedAt time.Time) { s.Header.AwaitingSince = storedAt }
+
+// PlaceIn records the partition the session is stored in, the first time it is known.
+func (s *State) PlaceIn(partition int) {
+	if s.Header.Partition < 0 {
+		s.Header.Partition = partition
+	}
 }
 
 // End records that the session ended (by the agent or after the idle time) with the message at

@@ -1,17 +1,27 @@
-// Package worker runs a handler over the messages of a durable JetStream consumer shared by any
-// number of processes, and acknowledges in one place:
+// Package worker is the consume layer: every stage of the pipeline takes its messages from
+// durable JetStream consumers through it, and it is the one place that decodes, acknowledges,
+// retries, keeps and dead-letters them. docs/architecture.md ("The consume layer") is the
+// five-minute tour; in short:
 //
-//   - the handler returns nil: Ack;
-//   - it returns an error wrapping ErrPermanent or events.ErrInvalid (bad input, a request the
-//     LLM will never accept): a dead-letter record with the reason, then Term;
-//   - any other error: NakWithDelay with exponential backoff; on the consumer's last delivery the
-//     message is dead-lettered with the reason instead, so nothing disappears silently;
-//   - a panic: recovered, logged, and treated like a transient error.
-//
-// Long handlers keep their message with InProgress heartbeats, and a worker fetches only as many
-// messages as it has free handlers, so every message it holds is heartbeated and a dead worker's
-// messages come back after one short AckWait. On shutdown it stops fetching and waits for the
-// handlers in flight.
+//   - Two modes. Worker is the shared mode: any number of processes pull from one durable
+//     consumer, each message is handled on its own (compressor, extractor, embedder). Ordered
+//     is the per-partition mode: one pinned process consumes a partition's consumers one batch
+//     at a time, and a batch is handed over in groups (a session's messages, in stream order)
+//     that run concurrently (ingest).
+//   - Decode once. Dispatch turns typed handlers into a Handler that parses the subject
+//     (pkg/events), decodes the CloudEvent, dispatches on its type to a typed handler (On) with
+//     its data decoded and validated, and starts the handler's consumer span (tracing is
+//     middleware, not handler code).
+//   - One settlement policy (settle.go): nil acknowledges; Permanent, Classed or
+//     events.ErrInvalid write a dead letter and terminate; Recorded terminates a message whose
+//     dead letter the handler wrote in its own commit; any other error, a recovered panic
+//     included, is retried with exponential backoff (Exponential) and dead-lettered on the
+//     consumer's last delivery, so nothing disappears silently. A dead letter that cannot be
+//     written leaves the message for redelivery.
+//   - Messages being handled are kept with InProgress heartbeats (hold), so a short AckWait
+//     brings a dead process's messages back quickly without redelivering a live one's; a
+//     process fetches only what it can handle at once. On shutdown both modes stop fetching and
+//     finish (and settle) what they hold.
 package worker
 
 import (
@@ -30,17 +40,6 @@ import (
 	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/pkg/events"
 )
-
-// ErrPermanent marks a failure that retrying cannot fix.
-var ErrPermanent = errors.New("worker: permanent failure")
-
-// Permanent wraps err so that the message is dead-lettered instead of retried.
-func Permanent(err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("%w: %w", ErrPermanent, err)
-}
 
 // Subjected is what Place needs of a message: its subject.
 type Subjected interface{ Subject() string }
@@ -82,6 +81,7 @@ type Worker struct {
 	dlq     *deadletter.Writer
 	handler Handler
 	log     zerolog.Logger
+	settler *settler
 }
 
 // New returns a worker; Run starts it.
@@ -98,7 +98,9 @@ func New(cfg Config, js jetstream.JetStream, dlq *deadletter.Writer, handler Han
 	if cfg.Backoff == nil {
 		cfg.Backoff = Backoff
 	}
-	return &Worker{cfg: cfg, js: js, dlq: dlq, handler: handler, log: log.With().Str("component", cfg.Name).Logger()}
+	w := &Worker{cfg: cfg, js: js, dlq: dlq, handler: handler, log: log.With().Str("component", cfg.Name).Logger()}
+	w.settler = &settler{name: cfg.Name, dlq: dlq, log: w.log, metrics: cfg.Metrics, backoff: cfg.Backoff, place: cfg.Place}
+	return w
 }
 
 // Run handles messages until ctx is cancelled, then stops fetching and waits for the handlers in
@@ -114,6 +116,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.cfg.MaxDeliver == 0 {
 		w.cfg.MaxDeliver = cons.CachedInfo().Config.MaxDeliver
 	}
+	w.settler.maxDeliver = w.cfg.MaxDeliver
 	adv, err := w.watchMaxDeliveries(ctx, cons)
 	if err != nil {
 		return err
@@ -185,73 +188,12 @@ func (w *Worker) handle(m jetstream.Msg) {
 		_ = m.Term()
 		return
 	}
-	log := w.log.With().Str("subject", m.Subject()).Uint64("stream_seq", meta.Sequence.Stream).Uint64("delivered", meta.NumDelivered).Logger()
 	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.Timeout)
 	defer cancel()
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		t := time.NewTicker(w.cfg.Heartbeat)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				_ = m.InProgress()
-			case <-stop:
-				return
-			}
-		}
-	}()
-	err = w.call(ctx, m)
-	switch {
-	case err == nil:
-		if err := m.Ack(); err != nil {
-			log.Warn().Err(err).Msg("ack failed; the message will be redelivered (handlers are idempotent)")
-		}
-	case errors.Is(err, ErrPermanent) || errors.Is(err, events.ErrInvalid):
-		log.Warn().Err(err).Msg("dead-lettered")
-		class := deadletter.ClassRejected
-		if errors.Is(err, events.ErrInvalid) {
-			class = deadletter.ClassInvalid
-		}
-		w.deadLetter(m, meta, err.Error(), class)
-	case w.cfg.MaxDeliver > 0 && meta.NumDelivered >= uint64(w.cfg.MaxDeliver):
-		log.Error().Err(err).Msg("last delivery failed; dead-lettered")
-		w.deadLetter(m, meta, fmt.Sprintf("failed on all %d deliveries; last error: %v", meta.NumDelivered, err), deadletter.ClassExhausted)
-	default:
-		log.Warn().Err(err).Msg("failed; will retry")
-		w.cfg.Metrics.TransientFailure(w.cfg.Name, 1)
-		_ = m.NakWithDelay(w.cfg.Backoff(meta.NumDelivered))
-	}
-}
-
-func (w *Worker) call(ctx context.Context, m jetstream.Msg) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("panic: %v", r)
-		}
-	}()
-	return w.handler(ctx, m)
-}
-
-func (w *Worker) deadLetter(m jetstream.Msg, meta *jetstream.MsgMetadata, reason, class string) {
-	var tenant, sess string
-	if w.cfg.Place != nil {
-		tenant, sess = w.cfg.Place(m)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err := w.dlq.Write(ctx, deadletter.Record{
-		Msg:    natsMsg(m),
-		Tenant: tenant, Session: sess, Stream: meta.Stream, Seq: meta.Sequence.Stream,
-		Consumer: meta.Consumer, Delivered: meta.NumDelivered, Reason: reason, Class: class,
-	})
-	if err != nil {
-		w.log.Error().Err(err).Msg("dead letter not written; the message will be redelivered")
-		_ = m.NakWithDelay(w.cfg.Backoff(meta.NumDelivered))
-		return
-	}
-	_ = m.TermWithReason(reason)
+	release := hold([]jetstream.Msg{m}, w.cfg.Heartbeat)
+	err = protect(func() error { return w.handler(ctx, m) })
+	release()
+	w.settler.settle(m, meta, err)
 }
 
 // watchMaxDeliveries dead-letters the messages JetStream gave up on without the worker seeing
@@ -318,16 +260,3 @@ func (w *Worker) deadLetterExhausted(ctx context.Context, seq, deliveries uint64
 type placed struct{ m *nats.Msg }
 
 func (p placed) Subject() string { return p.m.Subject }
-
-// Backoff is the redelivery delay after the n-th failed delivery: 1s doubling to 5 minutes.
-func Backoff(n uint64) time.Duration {
-	d := time.Second
-	for i := uint64(1); i < n && d < 5*time.Minute; i++ {
-		d *= 2
-	}
-	return min(d, 5*time.Minute)
-}
-
-func natsMsg(m jetstream.Msg) *nats.Msg {
-	return &nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}
-}

@@ -1,4 +1,4 @@
-package ingest
+package worker
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 	"github.com/agentmem/agentmem/internal/broker/brokertest"
 )
 
-// A batch that runs longer than the consumer's AckWait keeps its messages: handle sends
+// A batch that runs longer than the consumer's AckWait keeps its messages: hold sends
 // InProgress, so JetStream does not redeliver them meanwhile. Without the heartbeats the second
-// fetch below gets the redelivery.
+// fetch below gets the redelivery. (Moved from internal/ingest with the heartbeat.)
 func TestLongBatchKeepsItsMessages(t *testing.T) {
 	env := brokertest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -39,8 +39,8 @@ func TestLongBatchKeepsItsMessages(t *testing.T) {
 	if len(batch) != 1 {
 		t.Fatalf("fetched %d messages, want 1", len(batch))
 	}
-	w := &Worker{cfg: Config{Heartbeat: ackWait / 4}}
-	w.handle(func(b []jetstream.Msg) {
+	release := hold(batch, ackWait/4)
+	func(b []jetstream.Msg) {
 		// While the batch runs for four AckWaits, the consumer has nothing to redeliver.
 		again, err := cons.Fetch(1, jetstream.FetchMaxWait(4*ackWait))
 		if err != nil {
@@ -54,7 +54,8 @@ func TestLongBatchKeepsItsMessages(t *testing.T) {
 		if err := b[0].DoubleAck(ctx); err != nil {
 			t.Error(err)
 		}
-	}, batch)
+	}(batch)
+	release()
 	info, err := cons.Info(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,134 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/agentmem/agentmem/internal/broker/brokertest"
+	"github.com/agentmem/agentmem/internal/deadletter"
+	"github.com/agentmem/agentmem/internal/worker"
+	"github.com/agentmem/agentmem/pkg/events"
+)
+
+// letters returns the dead letters written so far.
+func letters(t *testing.T, env *brokertest.Env) []events.DeadLetter {
+	t.Helper()
+	ctx := context.Background()
+	s, err := env.JS.Stream(ctx, "AGENTMEM_DLQ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []events.DeadLetter
+	for seq := info.State.FirstSeq; seq > 0 && seq <= info.State.LastSeq; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if err != nil {
+			continue
+		}
+		var dl events.DeadLetter
+		if err := json.Unmarshal(m.Data, &dl); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, dl)
+	}
+	return out
+}
+
+// The ordered mode groups a batch by key, hands each group its messages in order, and settles
+// every message by its outcome: done, recorded by the handler, dead-lettered with its class, or
+// retried (a failed group, a panic) until it succeeds.
+func TestOrderedSettlesEachMessageByItsOutcome(t *testing.T) {
+	env, js := setup(t, -1, 5*time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	seen := map[string][]string{} // group → data, in the order handled
+	failed, panicked := false, false
+	handle := func(_ context.Context, g []worker.Delivery) ([]error, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		key := g[0].Key.(string)
+		out := make([]error, len(g))
+		for i, d := range g {
+			data := string(d.Msg.Data())
+			seen[key] = append(seen[key], data)
+			switch {
+			case data == "fail-once" && !failed:
+				failed = true
+				return nil, errors.New("store unavailable")
+			case data == "panic-once" && !panicked:
+				panicked = true
+				panic("boom")
+			case data == "recorded":
+				out[i] = worker.Recorded("refused by the handler")
+			case data == "bad":
+				out[i] = worker.Classed(deadletter.ClassInvalid, errors.New("bad data"))
+			}
+		}
+		return out, nil
+	}
+	o := worker.NewOrdered(worker.OrderedConfig{Name: "test", BatchSize: 16, Buffer: 64,
+		Backoff: func(uint64) time.Duration { return 10 * time.Millisecond }}, js, deadletter.NewWriter(js, 0), zerolog.Nop())
+	done := make(chan error, 1)
+	go func() {
+		done <- o.Run(ctx, worker.Feed{Stream: "WORK", Consumer: "w", Handle: handle,
+			Group: func(m jetstream.Msg) (any, error) {
+				k := strings.TrimPrefix(m.Subject(), "work.")
+				if k == "nokey" {
+					return nil, worker.Classed(deadletter.ClassMalformed, errors.New("no key"))
+				}
+				return k, nil
+			}})
+	}()
+	for _, p := range [][2]string{{"a", "a1"}, {"b", "b1"}, {"a", "fail-once"}, {"b", "panic-once"}, {"a", "recorded"},
+		{"b", "bad"}, {"nokey", "x"}, {"a", "a2"}, {"b", "b2"}} {
+		if _, err := js.Publish(context.Background(), "work."+p[0], []byte(p[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cons, _ := js.Consumer(context.Background(), "WORK", "w")
+	brokertest.CheckFor(t, 15*time.Second, 20*time.Millisecond, func() error {
+		info, err := cons.Info(context.Background())
+		if err != nil {
+			return err
+		}
+		if info.NumPending+uint64(info.NumAckPending) != 0 {
+			return fmt.Errorf("%d pending, %d unacknowledged", info.NumPending, info.NumAckPending)
+		}
+		return nil
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// Each group saw its messages in stream order; a failed group came back whole, in order.
+	for key, want := range map[string][]string{"a": {"a1", "fail-once", "recorded", "a2"}, "b": {"b1", "panic-once", "bad", "b2"}} {
+		got := seen[key]
+		last := got[len(got)-len(want):]
+		if !slices.Equal(last, want) {
+			t.Errorf("group %s handled %v, want to end with %v", key, got, want)
+		}
+	}
+	var reasons []string
+	for _, dl := range letters(t, env) {
+		reasons = append(reasons, dl.Subject+": "+dl.Reason)
+	}
+	slices.Sort(reasons)
+	if fmt.Sprint(reasons) != "[work.b: bad data work.nokey: no key]" {
+		t.Fatalf("dead letters %q, want the bad one and the unkeyed one; recorded ones are the handler's", reasons)
+	}
+}

@@ -90,6 +90,7 @@ type Worker struct {
 	fallback *summarize.Summarizer
 	memo     *memoChat // nil without an LLM
 	run      *worker.Worker
+	waiters  chan struct{} // handlers waiting for a previous summary
 	log      zerolog.Logger
 
 	mu    sync.Mutex
@@ -148,6 +149,8 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 		log:      log.With().Str("component", "compressor").Logger(),
 		tracer:   tracing.Tracer(cfg.Tracer),
 		locks:    map[string]*sessionLock{},
+		// One handler is always left for the compressions the waiters wait for.
+		waiters: make(chan struct{}, cfg.Concurrency-1),
 	}
 	w.llm = w.fallback
 	if chat != nil {
@@ -226,14 +229,53 @@ func (w *Worker) handle(ctx context.Context, e worker.Event, p events.Pressure) 
 	}
 	trace.SpanFromContext(ctx).SetAttributes(attribute.String("agentmem.summary_id", p.SummaryID),
 		attribute.Int("agentmem.pressure", p.Number), attribute.Int("agentmem.entries", len(p.EntryIDs)))
-	unlock := w.lock(tenant + "." + sess)
-	defer unlock()
-	sum, stored, err := w.Compress(ctx, tenant, p)
-	if err != nil || !stored {
-		return err
+	waiting := false
+	defer func() {
+		if waiting {
+			<-w.waiters
+		}
+	}()
+	for wait := previousPoll; ; wait = min(2*wait, 5*time.Second) {
+		unlock := w.lock(tenant + "." + sess)
+		sum, stored, err := w.Compress(ctx, tenant, p)
+		unlock()
+		if errors.Is(err, errPreviousMissing) {
+			// The previous compression of the session is still running (here or in another
+			// process): wait for its summary while the consume layer keeps this event, rather
+			// than spend one of its deliveries per retry. Unlocked, so that a compression of the
+			// previous range in this process can go ahead. Up to Concurrency-1 handlers wait: one
+			// is always left for the compressions they wait for. A handler with less than half
+			// its time left stops waiting; the event is then retried by redelivery.
+			if !waiting {
+				select {
+				case w.waiters <- struct{}{}:
+					waiting = true
+				default:
+					return err
+				}
+			}
+			if dl, ok := ctx.Deadline(); ok && time.Until(dl) < w.cfg.Timeout/2 {
+				return err
+			}
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return err
+			case <-t.C:
+			}
+			continue
+		}
+		if err != nil || !stored {
+			return err
+		}
+		return w.publish(ctx, tenant, p, sum)
 	}
-	return w.publish(ctx, tenant, p, sum)
 }
+
+// previousPoll is the first pause between two looks for the previous summary (then doubling to
+// 5 s).
+const previousPoll = 50 * time.Millisecond
 
 // Compress makes (or finds) the summary a pressure event asks for and stores it in long-term
 // memory; it does not publish it. stored is false when the session was forgotten meanwhile.

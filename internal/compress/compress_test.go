@@ -490,3 +490,114 @@ func TestRedeliveredPressureMakesOneSummaryAndNoNewCalls(t *testing.T) {
 		t.Fatalf("%d summary events after the redelivery, %d before", after, before)
 	}
 }
+
+// A pressure event whose previous summary is still being made waits for it while the consume
+// layer keeps the event: it is not redelivered (which would spend its deliveries, 8 in all,
+// and dead-letter it when compressions of one session queue up faster than they finish).
+func TestCompressionWaitsForThePreviousSummaryWithoutRedelivery(t *testing.T) {
+	p := newPipeline(t, smallBudget(800), nil)
+	p.converse("chain", 0, 60, false)
+	ctx := context.Background()
+	var prs []events.Pressure
+	brokertest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		prs = p.pressures("chain")
+		if len(prs) < 2 {
+			return fmt.Errorf("%d pressure events", len(prs))
+		}
+		for _, pr := range prs[:2] {
+			if _, err := longtermSummary(p, pr); err != nil {
+				return fmt.Errorf("summary %s: %w", pr.SummaryID, err)
+			}
+		}
+		return nil
+	})
+	if prs[1].EntryIDs[0] != prs[0].SummaryID {
+		t.Fatalf("the second pressure event names %v first, want the first summary %s", prs[1].EntryIDs[0], prs[0].SummaryID)
+	}
+	cons, err := p.env.JS.Consumer(ctx, p.topo.PressureStream(), p.topo.CompressorConsumer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	settled := func() *jetstream.ConsumerInfo {
+		var info *jetstream.ConsumerInfo
+		brokertest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+			info, err = cons.Info(ctx)
+			if err != nil {
+				return err
+			}
+			if info.NumPending > 0 || info.NumAckPending > 0 {
+				return fmt.Errorf("%d pending, %d unacknowledged", info.NumPending, info.NumAckPending)
+			}
+			return nil
+		})
+		return info
+	}
+	before := settled().NumRedelivered
+	// Both summaries are gone: the second event must wait for the first one's compression.
+	kv, err := p.env.JS.KeyValue(ctx, p.topo.LongTermBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pr := range prs[:2] {
+		if err := kv.Purge(ctx, longterm.SummaryKey("acme", pr.User, pr.SummaryID)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := p.env.JS.Stream(ctx, p.topo.PressureStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	republish := func(n int) {
+		var seen int
+		for seq := uint64(1); ; seq++ {
+			m, err := s.GetMsg(ctx, seq)
+			if err != nil {
+				t.Fatalf("pressure event %d not found: %v", n, err)
+			}
+			if m.Subject != "memory.pressure.acme.chain" {
+				continue
+			}
+			if seen++; seen == n {
+				again := &nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data}
+				again.Header.Del(events.HeaderMsgID)
+				if _, err := p.env.JS.PublishMsg(ctx, again); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+		}
+	}
+	republish(2)
+	// The second event is held (being handled) for a while before the first comes back.
+	brokertest.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		info, err := cons.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if info.NumPending > 0 || info.NumAckPending != 1 {
+			return fmt.Errorf("%d pending, %d unacknowledged", info.NumPending, info.NumAckPending)
+		}
+		return nil
+	})
+	// For a while (a retry with this pipeline's 20 ms backoff would show several times over),
+	// the held event is not redelivered.
+	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); {
+		info, err := cons.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.NumRedelivered != before {
+			t.Fatalf("the waiting pressure event was redelivered %d times", info.NumRedelivered-before)
+		}
+	}
+	republish(1)
+	after := settled().NumRedelivered
+	for _, pr := range prs[:2] {
+		if _, err := longtermSummary(p, pr); err != nil {
+			t.Fatalf("summary %s not made again: %v", pr.SummaryID, err)
+		}
+	}
+	if after != before {
+		t.Fatalf("the pressure events were redelivered %d times while the previous summary was being made", after-before)
+	}
+}

@@ -130,24 +130,28 @@ func (g *Gateway) publishBatch(w http.ResponseWriter, r *http.Request, tenant st
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), g.cfg.Timeout)
 	defer cancel()
-	out := BatchResult{Results: make([]PublishResult, 0, len(evs))}
-	// One after the other: a failure stops the batch, so what was stored is a prefix of it and a
-	// retry of the whole batch keeps the order (the stored events come back as duplicates).
+	// All at once (asynchronous publishes over one connection, stored in order), answered when
+	// every acknowledgement is in: a batch costs about one round trip to JetStream.
+	msgs := make([]*nats.Msg, len(evs))
 	for i, ev := range evs {
-		res, err := g.publish(ctx, ev)
-		if err != nil {
-			p := g.publishProblem(err)
-			stored := "nothing was stored"
+		msgs[i] = ev.msg
+	}
+	out := BatchResult{Results: make([]PublishResult, 0, len(evs))}
+	for i, res := range client.PublishAll(ctx, g.js, msgs, publishAttempt) {
+		if res.Err != nil {
+			p := g.publishProblem(res.Err)
+			stored := "nothing before it was stored"
 			if i > 0 {
 				stored = fmt.Sprintf("events 0-%d were stored", i-1)
 			}
-			p.Detail = fmt.Sprintf("event %d (id %q) was not stored: %s; %s and the rest were not sent; retrying the whole batch is safe (stored events come back as duplicates)",
-				i, ev.id, p.Detail, stored)
+			p.Detail = fmt.Sprintf("event %d (id %q) was not stored: %s; %s, later ones may have been; retrying the whole batch is safe (stored events come back as duplicates)",
+				i, evs[i].id, p.Detail, stored)
 			p.Index, p.Results = &i, out.Results
 			writeProblem(w, r, p)
 			return
 		}
-		out.Results = append(out.Results, res)
+		ev := evs[i]
+		out.Results = append(out.Results, PublishResult{ID: ev.id, Session: ev.session, Stream: res.Ack.Stream, Seq: res.Ack.Sequence, Duplicate: res.Ack.Duplicate})
 	}
 	writeJSON(w, http.StatusAccepted, out)
 }

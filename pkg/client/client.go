@@ -131,16 +131,35 @@ func (c *Client) publish(ctx context.Context, session, id, typ string, at time.T
 	if err != nil {
 		return Ack{}, err
 	}
-	ev, err := events.NewEvent(id, typ, c.opts.Source, at, data)
-	if err != nil {
-		return Ack{}, err
-	}
-	ev.SetSubject(session)
 	ctx, span := c.tracer.Start(ctx, "memory.turns publish", trace.WithSpanKind(trace.SpanKindProducer),
 		trace.WithAttributes(attribute.String("messaging.system", "nats"), attribute.String("messaging.destination.name", subject),
 			attribute.String("messaging.message.id", id), attribute.String("cloudevents.event_type", typ),
 			attribute.String("agentmem.tenant", c.opts.Tenant), attribute.String("agentmem.session", session)))
 	defer func() { endSpan(span, err) }()
+	msg, err := c.message(ctx, session, id, typ, at, data)
+	if err != nil {
+		return Ack{}, err
+	}
+	pa, attempts, err := c.publishRetrying(ctx, msg)
+	span.SetAttributes(attribute.Int("agentmem.publish.attempts", attempts))
+	if err != nil {
+		return Ack{}, fmt.Errorf("publishing to %s (%d attempts): %w", subject, attempts, err)
+	}
+	return Ack{ID: id, Stream: pa.Stream, Sequence: pa.Sequence, Duplicate: pa.Duplicate}, nil
+}
+
+// message is the event to publish on the session's turns subject, with its Nats-Msg-Id and the
+// trace context of ctx.
+func (c *Client) message(ctx context.Context, session, id, typ string, at time.Time, data any) (*nats.Msg, error) {
+	subject, err := events.TurnSubject(c.opts.Tenant, session)
+	if err != nil {
+		return nil, err
+	}
+	ev, err := events.NewEvent(id, typ, c.opts.Source, at, data)
+	if err != nil {
+		return nil, err
+	}
+	ev.SetSubject(session)
 	events.SetTraceContext(ctx, &ev)
 	var msg *nats.Msg
 	if c.opts.Structured {
@@ -149,15 +168,10 @@ func (c *Client) publish(ctx context.Context, session, id, typ string, at time.T
 		msg, err = events.BinaryMsg(subject, ev)
 	}
 	if err != nil {
-		return Ack{}, err
+		return nil, err
 	}
 	msg.Header.Set(events.HeaderMsgID, events.MsgID(c.opts.Tenant, session, id))
-	pa, attempts, err := c.publishRetrying(ctx, msg)
-	span.SetAttributes(attribute.Int("agentmem.publish.attempts", attempts))
-	if err != nil {
-		return Ack{}, fmt.Errorf("publishing to %s (%d attempts): %w", subject, attempts, err)
-	}
-	return Ack{ID: id, Stream: pa.Stream, Sequence: pa.Sequence, Duplicate: pa.Duplicate}, nil
+	return msg, nil
 }
 
 // publishRetrying publishes msg until it is stored, it is refused, or the deadline passes: the

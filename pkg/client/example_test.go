@@ -308,3 +308,48 @@ func ExampleClient_Watch() {
 	// memory.facts.acme.alice
 	// added preference fact: The user loves hiking in the Alps (since 2025-03-14)
 }
+
+// PublishBatch stores many turns at about the cost of one publish: they are sent at once and
+// acknowledged together, in order. One invalid turn sends nothing.
+func ExampleClient_PublishBatch() {
+	url, stop := runMemoryd()
+	defer stop()
+
+	nc, err := nats.Connect(url)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer nc.Close()
+	mem, err := client.New(nc, client.Options{Tenant: "acme"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	at := time.Date(2025, 3, 14, 9, 30, 0, 0, time.UTC)
+	_, err = mem.PublishBatch(ctx, []client.Turn{
+		{Session: "s1", User: "alice", Role: "user", Content: "I live in Lyon", Time: at},
+		{Session: "s1", Role: "assistant", Content: "", Time: at},
+	})
+	fmt.Println(err)
+	acks, err := mem.PublishBatch(ctx, []client.Turn{
+		{Session: "s1", User: "alice", Role: "user", Content: "I live in Lyon", Time: at},
+		{Session: "s1", Role: "assistant", Content: "Lyon, noted.", Time: at.Add(5 * time.Second)},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(len(acks), acks[0].Sequence < acks[1].Sequence)
+	reply, err := mem.Retrieve(ctx, events.RetrieveRequest{
+		Query: "Lyon", Session: "s1", After: acks[1].ID, WaitMS: 5000,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Print(reply.Context)
+	// Output:
+	// turn 1: content: must not be empty
+	// 2 true
+	// ## Recent turns of this conversation
+	// - [2025-03-14 09:30, user] I live in Lyon
+	// - [2025-03-14 09:30, assistant] Lyon, noted.
+}

@@ -1,0 +1,156 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/agentmem/agentmem/pkg/events"
+)
+
+// Published is the outcome of one message of PublishAll.
+type Published struct {
+	// Ack is JetStream's acknowledgement, nil when the message was not stored (Err says why).
+	Ack *jetstream.PubAck
+	Err error
+	// Attempts is how many times the message was sent.
+	Attempts int
+}
+
+// PublishAll stores msgs with JetStream. It sends them all at once, in order, over one
+// connection (asynchronous publishes: a batch costs about one round trip, not one per message)
+// and waits for every acknowledgement; a message whose publish failed in a way that may pass
+// (no stream answered, a timeout, a 5xx) is then sent again on its own, as PublishStored does,
+// until ctx ends. It returns one result per message, in order.
+//
+// The messages are stored in order unless one fails: the ones after it may be stored already, so
+// when it is sent again it lands after them. Callers that need a session's order kept through
+// failures send a retried batch whole again (Nats-Msg-Id makes the stored ones duplicates).
+func PublishAll(ctx context.Context, js jetstream.JetStream, msgs []*nats.Msg, attempt time.Duration) []Published {
+	out := make([]Published, len(msgs))
+	futs := make([]jetstream.PubAckFuture, len(msgs))
+	for i, m := range msgs {
+		out[i].Attempts = 1
+		if futs[i], out[i].Err = js.PublishMsgAsync(m); out[i].Err != nil {
+			break // the connection or the pending window refused it: the rest is sent one by one
+		}
+	}
+	wait := time.NewTimer(attempt) // every message has attempt to be acknowledged, from the send
+	defer wait.Stop()
+	expired := false
+	for i, f := range futs {
+		if f == nil {
+			if out[i].Err == nil {
+				out[i].Err, out[i].Attempts = errNotSent, 0
+			}
+			continue
+		}
+		if !expired {
+			select {
+			case pa := <-f.Ok():
+				out[i].Ack = pa
+				continue
+			case err := <-f.Err():
+				out[i].Err = err
+				continue
+			case <-ctx.Done():
+				out[i].Err = ctx.Err()
+				continue
+			case <-wait.C:
+				expired = true
+			}
+		}
+		select {
+		case pa := <-f.Ok():
+			out[i].Ack = pa
+		case err := <-f.Err():
+			out[i].Err = err
+		default:
+			out[i].Err = context.DeadlineExceeded
+		}
+	}
+	for i := range out {
+		if out[i].Err == nil || !(transient(out[i].Err) || errors.Is(out[i].Err, errNotSent)) || ctx.Err() != nil {
+			continue
+		}
+		pa, n, err := PublishStored(ctx, js, msgs[i], attempt)
+		out[i].Ack, out[i].Err, out[i].Attempts = pa, err, out[i].Attempts+n
+	}
+	return out
+}
+
+// errNotSent: an earlier message of the batch could not be sent, so this one was not either.
+var errNotSent = errors.New("not sent with the batch")
+
+// BatchError says which turns of a PublishBatch were not stored.
+type BatchError struct {
+	// Failed maps the index of each turn that was not stored to why.
+	Failed map[int]error
+	// First is the lowest index in Failed.
+	First int
+}
+
+func (e *BatchError) Error() string {
+	return fmt.Sprintf("%d of the batch's turns were not stored; turn %d: %v", len(e.Failed), e.First, e.Failed[e.First])
+}
+
+// Unwrap returns the first failure.
+func (e *BatchError) Unwrap() error { return e.Failed[e.First] }
+
+// PublishBatch stores turns, in order, at the cost of about one round trip (PublishAll). Every
+// turn is checked first: when one is invalid nothing is sent. It returns one Ack per turn (the
+// zero Ack for a turn that was not stored) and, when some were not, a *BatchError; sending the
+// whole batch again is safe (the stored turns come back as duplicates).
+func (c *Client) PublishBatch(ctx context.Context, turns []Turn) (_ []Ack, err error) {
+	msgs := make([]*nats.Msg, len(turns))
+	ids := make([]string, len(turns))
+	for i, t := range turns {
+		if t.ID == "" {
+			t.ID = uuid.NewString()
+		}
+		if t.Time.IsZero() {
+			t.Time = time.Now()
+		}
+		body := events.Turn{Role: t.Role, Content: t.Content, User: t.User, Tool: t.Tool, Metadata: t.Metadata}
+		if err := body.Validate(); err != nil {
+			return nil, fmt.Errorf("turn %d: %w", i, err)
+		}
+		m, err := c.message(ctx, t.Session, t.ID, events.TypeTurn, t.Time, body)
+		if err != nil {
+			return nil, fmt.Errorf("turn %d: %w", i, err)
+		}
+		msgs[i], ids[i] = m, t.ID
+	}
+	ctx, span := c.tracer.Start(ctx, "memory.turns publish batch", trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(attribute.String("messaging.system", "nats"), attribute.Int("messaging.batch.message_count", len(msgs)),
+			attribute.String("agentmem.tenant", c.opts.Tenant)))
+	defer func() { endSpan(span, err) }()
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, max(c.opts.PublishRetry, c.opts.Timeout))
+		defer cancel()
+	}
+	acks := make([]Ack, len(msgs))
+	var failed *BatchError
+	for i, r := range PublishAll(ctx, c.js, msgs, c.opts.Timeout) {
+		if r.Err != nil {
+			if failed == nil {
+				failed = &BatchError{Failed: map[int]error{}, First: i}
+			}
+			failed.Failed[i] = r.Err
+			continue
+		}
+		acks[i] = Ack{ID: ids[i], Stream: r.Ack.Stream, Sequence: r.Ack.Sequence, Duplicate: r.Ack.Duplicate}
+	}
+	if failed != nil {
+		return acks, failed
+	}
+	return acks, nil
+}

@@ -27,7 +27,7 @@ func buildTurns(tb testing.TB, tenant string, n, sessions int) []*nats.Msg {
 	msgs := make([]*nats.Msg, n)
 	at := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
 	for i := range n {
-		sess := fmt.Sprintf("b%02d", i%sessions)
+		sess := fmt.Sprintf("b%03d", i%sessions)
 		id := fmt.Sprintf("%s-%06d", sess, i)
 		role := []string{"user", "assistant"}[(i/sessions)%2]
 		ev, err := events.NewEvent(id, events.TypeTurn, "bench", at.Add(time.Duration(i)*time.Millisecond), events.Turn{Role: role, Content: text, User: "u" + sess})
@@ -61,8 +61,14 @@ func publishAll(tb testing.TB, js jetstream.JetStream, msgs []*nats.Msg) {
 
 // BenchmarkIngestVsRawJetStream measures ingest end to end (publish -> every turn applied and
 // acknowledged) next to raw JetStream publish + consume + ack of the same messages on the same
-// server, and reports the ratio and the KV writes per turn.
+// server, and reports the ratio and the KV writes per turn, for 20, 100 and 1,000 sessions.
 func BenchmarkIngestVsRawJetStream(b *testing.B) {
+	for _, sessions := range []int{20, 100, 1000} {
+		b.Run(fmt.Sprintf("sessions=%d", sessions), func(b *testing.B) { benchIngestVsRaw(b, sessions) })
+	}
+}
+
+func benchIngestVsRaw(b *testing.B, sessions int) {
 	for i := 0; i < b.N; i++ {
 		env := brokertest.Start(b)
 		js, err := jetstream.New(env.NC, jetstream.WithPublishAsyncMaxPending(1000))
@@ -70,7 +76,7 @@ func BenchmarkIngestVsRawJetStream(b *testing.B) {
 			b.Fatal(err)
 		}
 		ctx := context.Background()
-		msgs := buildTurns(b, fmt.Sprintf("bench%d", i), benchTurns, 20)
+		msgs := buildTurns(b, fmt.Sprintf("bench%d", i), benchTurns, sessions)
 
 		// Raw JetStream: a file stream and one durable pull consumer acking each message.
 		rawMsgs := make([]*nats.Msg, len(msgs))

@@ -1,10 +1,12 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -27,7 +29,7 @@ type Delivery struct {
 	Run uint64
 }
 
-// GroupHandler handles the messages of one group of a batch, in delivery order. It returns an
+// GroupHandler handles the messages of one group of a batch, in stream order. It returns an
 // outcome per message (len(group) errors, or nil when every message is done) or err, the
 // outcome of every message of the group. Outcomes are settled as settle describes.
 type GroupHandler func(ctx context.Context, group []Delivery) (outcomes []error, err error)
@@ -240,6 +242,8 @@ func (o *Ordered) batch(f *feed, batch []jetstream.Msg) {
 	g.SetLimit(o.cfg.Groups)
 	for _, k := range keys {
 		group := groups[k]
+		// In stream order: a redelivery comes after later first deliveries.
+		slices.SortStableFunc(group, func(a, b Delivery) int { return cmp.Compare(a.Meta.Sequence.Stream, b.Meta.Sequence.Stream) })
 		g.Go(func() error {
 			var outcomes []error
 			err := protect(func() (err error) {

@@ -135,7 +135,13 @@ func (w *Worker) Run(ctx context.Context) error {
 			sem <- struct{}{}
 			free++
 		}
-		batch, err := cons.Fetch(free, jetstream.FetchMaxWait(fetchWait))
+		want := free
+		if w.cfg.Skip != nil {
+			// A consumer that skips most of what it sees (session ends among turns) fetches
+			// ahead: skipped messages cost an ack, not a handler.
+			want = max(free, skipAhead)
+		}
+		batch, err := cons.Fetch(want, jetstream.FetchMaxWait(fetchWait))
 		if err != nil {
 			for range free {
 				<-sem
@@ -146,13 +152,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			}
 			continue
 		}
-		for m := range batch.Messages() {
-			free--
-			if w.cfg.Skip != nil && w.cfg.Skip(m) {
-				_ = m.Ack()
-				<-sem
-				continue
-			}
+		start := func(m jetstream.Msg) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -160,8 +160,31 @@ func (w *Worker) Run(ctx context.Context) error {
 				w.handle(m)
 			}()
 		}
+		var waiting []jetstream.Msg // fetched ahead, not skipped: handled as handlers free up
+		for m := range batch.Messages() {
+			if w.cfg.Skip != nil && w.cfg.Skip(m) {
+				_ = m.Ack()
+				continue
+			}
+			if free == 0 {
+				waiting = append(waiting, m)
+				continue
+			}
+			free--
+			start(m)
+		}
 		for range free {
 			<-sem
+		}
+		if len(waiting) > 0 {
+			// Kept with heartbeats until a handler takes each (they wait at most for the
+			// handlers in flight).
+			release := hold(waiting, w.cfg.Heartbeat)
+			for _, m := range waiting {
+				sem <- struct{}{}
+				start(m)
+			}
+			release()
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && ctx.Err() == nil {
 			w.log.Debug().Err(err).Msg("fetch")
@@ -171,6 +194,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.log.Info().Msg("stopped")
 	return nil
 }
+
+// skipAhead is how many messages a consumer with Skip fetches at once, free handlers or not.
+const skipAhead = 256
 
 // fetchWait bounds one fetch: how long Run takes to notice it should stop when nothing arrives.
 const fetchWait = time.Second

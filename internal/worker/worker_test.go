@@ -194,3 +194,54 @@ func TestBusyWorkerLeavesMessagesOnTheServer(t *testing.T) {
 		}
 	}
 }
+
+// A consumer that skips most messages fetches ahead; the messages it fetched ahead and does not
+// skip wait for a handler with heartbeats, so none is redelivered while this process holds it.
+func TestSkippingWorkerFetchesAheadAndKeepsWhatWaits(t *testing.T) {
+	env, js := setup(t, -1, 300*time.Millisecond)
+	handled := make(chan string, 16)
+	run(t, env, worker.Config{Heartbeat: 50 * time.Millisecond, Concurrency: 1,
+		Skip: func(m jetstream.Msg) bool { return strings.HasPrefix(string(m.Data()), "skip") }},
+		func(ctx context.Context, m jetstream.Msg) error {
+			meta, _ := m.Metadata()
+			if meta.NumDelivered != 1 {
+				t.Errorf("%s delivered %d times", m.Data(), meta.NumDelivered)
+			}
+			if string(m.Data()) == "work-0" {
+				time.Sleep(time.Second) // a slow handler: several AckWaits
+			}
+			handled <- string(m.Data())
+			return nil
+		})
+	ctx := context.Background()
+	for i := range 300 {
+		data := fmt.Sprintf("skip-%d", i)
+		if i%100 == 0 {
+			data = fmt.Sprintf("work-%d", i/100)
+		}
+		if _, err := js.Publish(ctx, "work.a", []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3 {
+		select {
+		case h := <-handled:
+			if h != fmt.Sprintf("work-%d", i) {
+				t.Fatalf("handled %s, want work-%d", h, i)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatalf("work-%d not handled", i)
+		}
+	}
+	cons, _ := js.Consumer(ctx, "WORK", "w")
+	brokertest.CheckFor(t, 5*time.Second, 20*time.Millisecond, func() error {
+		info, err := cons.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if info.NumPending+uint64(info.NumAckPending) != 0 || info.NumRedelivered != 0 {
+			return fmt.Errorf("pending %d, unacknowledged %d, redelivered %d", info.NumPending, info.NumAckPending, info.NumRedelivered)
+		}
+		return nil
+	})
+}

@@ -55,7 +55,7 @@ func TestOrderedSettlesEachMessageByItsOutcome(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var mu sync.Mutex
 	seen := map[string][]string{} // group → data, in the order handled
-	var calls [][]uint64           // the stream sequences of each call's group
+	var calls [][]uint64          // the stream sequences of each call's group
 	failed, panicked := false, false
 	handle := func(_ context.Context, g []worker.Delivery) ([]error, error) {
 		mu.Lock()

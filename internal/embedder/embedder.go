@@ -205,6 +205,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	bwg.Go(func() { w.batch.run(bctx) })
 	stopWatch := context.AfterFunc(ctx, func() { close(w.stopping) })
 	defer stopWatch()
+	// A turn waits for ingest's decision: each commit wakes the waiters of its session.
+	if err := w.sessions.store.WatchCommits(ctx, w.sessions.committed); err != nil {
+		w.log.Warn().Err(err).Msg("session commits not watched; waiting turns poll instead")
+	}
 	errs := make(chan error, len(w.workers))
 	for _, wk := range w.workers {
 		go func() { errs <- wk.Run(ctx) }()

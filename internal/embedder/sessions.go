@@ -27,6 +27,9 @@ type cachedSession struct {
 	mu    sync.Mutex
 	state *session.State
 	used  uint64
+	// changed is closed (and replaced) when the session's header is written: a waiter looks
+	// again at once. Guarded by sessionCache.mu.
+	changed chan struct{}
 }
 
 func newSessionCache(store *session.Store, max int) *sessionCache {
@@ -49,15 +52,33 @@ func (c *sessionCache) get(k session.Key) *cachedSession {
 			}
 			delete(c.items, oldest)
 		}
-		cs = &cachedSession{state: session.NewState(k, 0)}
+		cs = &cachedSession{state: session.NewState(k, 0), changed: make(chan struct{})}
 		c.items[k] = cs
 	}
 	cs.used = c.tick
 	return cs
 }
 
+// committed wakes the waiters of session k: its header was written (session.Store.WatchCommits).
+func (c *sessionCache) committed(k session.Key) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cs, ok := c.items[k]; ok {
+		close(cs.changed)
+		cs.changed = make(chan struct{})
+	}
+}
+
+// signal returns the channel closed at the next commit of cs's session.
+func (c *sessionCache) signal(cs *cachedSession) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return cs.changed
+}
+
 // decided waits (up to wait, or until stopping is closed) until ingest has decided the turn at
-// stream sequence seq of session k, then reports whether it was applied under id and who owns the
+// stream sequence seq of session k (woken by the session's next commit, or looking again after a
+// pause), then reports whether it was applied under id and who owns the
 // session. When ingest has not decided it in time, the error asks for the message to be tried
 // again later.
 func (c *sessionCache) decided(ctx context.Context, stopping <-chan struct{}, k session.Key, id string, seq uint64, wait time.Duration) (bool, string, error) {
@@ -70,6 +91,7 @@ func (c *sessionCache) decided(ctx context.Context, stopping <-chan struct{}, k 
 		if cs.state.Revision() > 0 && cs.state.Header.LastSeq >= seq {
 			return cs.state.AppliedAt(id, seq), cs.state.Header.User, nil
 		}
+		next := c.signal(cs) // before reading: a commit after the read wakes this wait
 		changed, err := c.store.Refresh(ctx, cs.state)
 		if err != nil {
 			return false, "", fmt.Errorf("reading session %s: %w", k, err)
@@ -85,7 +107,8 @@ func (c *sessionCache) decided(ctx context.Context, stopping <-chan struct{}, k 
 			return false, "", ctx.Err()
 		case <-stopping:
 			return false, "", fmt.Errorf("shutting down before ingest decided turn %q of session %s", id, k)
-		case <-time.After(pause):
+		case <-next:
+		case <-time.After(pause): // in case a commit notice is lost (a watcher being restarted)
 		}
 		pause = min(2*pause, 500*time.Millisecond)
 	}

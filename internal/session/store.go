@@ -368,3 +368,33 @@ func (st *Store) Tombstone(ctx context.Context, key Key, lastSeq uint64) error {
 	}
 	return nil
 }
+
+// WatchCommits calls fn with the key of every session whose header is written from now on (a
+// commit, a forget), until ctx ends: for a reader that waits for ingest to decide a turn, so it
+// need not poll. fn runs on the watcher's goroutine and must not block.
+func (st *Store) WatchCommits(ctx context.Context, fn func(Key)) error {
+	w, err := st.headers.WatchAll(ctx, jetstream.UpdatesOnly(), jetstream.MetaOnly())
+	if err != nil {
+		return fmt.Errorf("watching bucket %q: %w", st.headers.Bucket(), err)
+	}
+	go func() {
+		defer func() { _ = w.Stop() }()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case e, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				if e == nil {
+					continue
+				}
+				if tenant, sess, found := strings.Cut(e.Key(), "."); found {
+					fn(Key{Tenant: tenant, Session: sess})
+				}
+			}
+		}
+	}()
+	return nil
+}

@@ -78,7 +78,8 @@ func TestAdmissionKeepsOrderWithTwoProcesses(t *testing.T) {
 	const n = 300
 	var futs []jetstream.PubAckFuture
 	for i := range n {
-		f, err := js.PublishMsgAsync(intakeMsg(t, "t", "s", fmt.Sprintf("%03d", i)))
+		// A loaded machine may take a while to answer 256 in flight: wait for room.
+		f, err := js.PublishMsgAsync(intakeMsg(t, "t", "s", fmt.Sprintf("%03d", i)), jetstream.WithStallWait(30*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}

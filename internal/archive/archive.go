@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/synadia-io/orbit.go/jetstreamext"
@@ -20,6 +21,9 @@ const batchSize = 256
 type Reader struct {
 	js     jetstream.JetStream
 	stream string
+
+	mu     sync.Mutex
+	handle jetstream.Stream // bound on first use, for Next's single direct gets
 }
 
 // NewReader reads the named stream through js.
@@ -68,26 +72,39 @@ func (r *Reader) Scan(ctx context.Context, subject string, from, to uint64, fn f
 }
 
 // Next returns the first message on subject with a sequence of at least from, or nil when there
-// is none.
+// is none. It is one direct get (next by subject) over the connection's shared reply
+// subscription: no subscription is made per call, as a batch get does.
 func (r *Reader) Next(ctx context.Context, subject string, from uint64) (*jetstream.RawStreamMsg, error) {
 	if from == 0 {
 		from = 1
 	}
-	msgs, err := jetstreamext.GetBatch(ctx, r.js, r.stream, 1,
-		jetstreamext.GetBatchSeq(from), jetstreamext.GetBatchSubject(subject))
+	s, err := r.bind(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.GetMsg(ctx, from, jetstream.WithGetMsgSubject(subject))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading %s from %q at %d: %w", subject, r.stream, from, err)
 	}
-	for m, err := range msgs {
-		if errors.Is(err, jetstreamext.ErrNoMessages) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading %s from %q at %d: %w", subject, r.stream, from, err)
-		}
-		return m, nil
+	return m, nil
+}
+
+// bind returns the stream's handle, looked up once.
+func (r *Reader) bind(ctx context.Context) (jetstream.Stream, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.handle != nil {
+		return r.handle, nil
 	}
-	return nil, nil
+	s, err := r.js.Stream(ctx, r.stream)
+	if err != nil {
+		return nil, fmt.Errorf("binding stream %q: %w", r.stream, err)
+	}
+	r.handle = s
+	return s, nil
 }
 
 // pendingAfter is the server's count of matching messages after m (Nats-Num-Pending).

@@ -3,6 +3,7 @@ package retrieve_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -81,4 +82,80 @@ func BenchmarkColdLoad10k(b *testing.B) {
 			b.Fatal("no entries")
 		}
 	}
+}
+
+// BenchmarkColdUser measures the first request for each of 20 users with 500 archived turns in
+// 50 sessions each (a typical returning user), answered by a retriever that just started: the
+// figures are p50 and p99 over the users, one at a time.
+func BenchmarkColdUser(b *testing.B) {
+	cfg := daemon.Config{
+		Broker: broker.Config{Listen: "127.0.0.1:-1", DataDir: b.TempDir()},
+		Ingest: ingest.Config{IdleTimeout: -1},
+	}
+	ctx := context.Background()
+	d, err := daemon.Start(ctx, cfg, zerolog.Nop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = d.Stop() })
+	nc, err := nats.Connect(d.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(512))
+	const users, turns, sessions = 20, 500, 50
+	words := []string{"deploy", "rollback", "kafka", "nats", "postgres", "budget", "travel", "paris", "berlin", "piano", "部署", "回滚", "预算", "旅行", "钢琴"}
+	for u := range users {
+		for i := range turns {
+			sess := fmt.Sprintf("u%02d-s%02d", u, i%sessions)
+			id := fmt.Sprintf("%s-%05d", sess, i)
+			text := fmt.Sprintf("turn %d about %s and %s with %s", i, words[i%len(words)], words[(i/3)%len(words)], words[(i/7)%len(words)])
+			ev, _ := events.NewEvent(id, events.TypeTurn, "bench", time.Date(2026, 10, 1, 0, 0, i, 0, time.UTC),
+				events.Turn{Role: []string{"user", "assistant"}[i%2], Content: text, User: fmt.Sprintf("user%02d", u)})
+			m, _ := events.BinaryMsg("memory.turns.acme."+sess, ev)
+			m.Header.Set(events.HeaderMsgID, events.MsgID("acme", sess, id))
+			if _, err := js.PublishMsgAsync(m, jetstream.WithStallWait(30*time.Second)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	<-js.PublishAsyncComplete()
+	topo := events.DefaultTopology()
+	brokertest.CheckFor(b, 120*time.Second, 100*time.Millisecond, func() error {
+		for p := range topo.Partitions {
+			c, err := js.Consumer(ctx, topo.TurnsStream(), topo.IngestConsumer(p))
+			if err != nil {
+				return err
+			}
+			if info, err := c.Info(ctx); err != nil || info.NumPending+uint64(info.NumAckPending) > 0 {
+				return fmt.Errorf("ingest busy")
+			}
+		}
+		return nil
+	})
+	b.ResetTimer()
+	var took []time.Duration
+	for i := 0; i < b.N; i++ {
+		for u := range users {
+			b.StopTimer()
+			svc, err := retrieve.New(ctx, retrieve.Config{}, nc, js, zerolog.Nop())
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			start := time.Now()
+			reply, rerr := svc.Retrieve(ctx, "acme", events.RetrieveRequest{Query: "rollback of the postgres deploy", User: fmt.Sprintf("user%02d", u), Sources: []string{"archive", "long"}})
+			took = append(took, time.Since(start))
+			if rerr != nil {
+				b.Fatal(rerr)
+			}
+			if len(reply.Entries) == 0 {
+				b.Fatal("no entries")
+			}
+		}
+	}
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50_ms")
+	b.ReportMetric(float64(took[len(took)*99/100].Microseconds())/1000, "p99_ms")
 }

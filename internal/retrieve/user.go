@@ -48,6 +48,28 @@ type userView struct {
 	// with the view and followed as they are written.
 	vecs  *storedVectors
 	bytes atomic.Int64 // approximate memory held, read by the cache without the view's lock
+	// meta holds one metadata map per session and role, shared (read-only) by the archived
+	// turns that have no metadata of their own: most turns, which would otherwise each hold a
+	// map of two keys.
+	meta map[[2]string]map[string]any
+}
+
+// turnMeta is the metadata of an archived turn: its own with its role and session added, or
+// the shared map of its session and role.
+func (u *userView) turnMeta(md map[string]any, role, sess string) map[string]any {
+	if len(md) > 0 {
+		return withSession(withRole(md, role), sess)
+	}
+	k := [2]string{sess, role}
+	shared, ok := u.meta[k]
+	if !ok {
+		if u.meta == nil {
+			u.meta = map[[2]string]map[string]any{}
+		}
+		shared = withSession(withRole(nil, role), sess)
+		u.meta[k] = shared
+	}
+	return shared
 }
 
 // archiveSession is what the archive has read of one session.
@@ -190,7 +212,7 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 						return nil // not a turn, rejected by ingest, or a late copy
 					}
 					e := memory.Entry{ID: t.id, Type: memory.TypeForRole(t.role), Role: t.role, Content: t.content,
-						Timestamp: t.at, Seq: m.Sequence, Metadata: withSession(withRole(t.metadata, t.role), h.Session)}
+						Timestamp: t.at, Seq: m.Sequence, Metadata: t.metadata} // completed by turnMeta below
 					r.entries = append(r.entries, e)
 					return nil
 				})
@@ -217,6 +239,7 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 			if _, dup := u.archive[e.ID]; dup {
 				continue
 			}
+			e.Metadata = u.turnMeta(e.Metadata, e.Role, r.as.state.Key.Session)
 			u.archive[e.ID] = e
 			docs = append(docs, rank.Doc{ID: e.ID, Text: e.Content, Group: r.as.state.Key.Session, Pos: int(e.Seq), Role: e.Role, Time: e.Timestamp, Kind: "turn"})
 			u.bytes.Add(int64(len(e.Content) + len(e.ID) + 64))

@@ -344,7 +344,9 @@ func decodeBinary(h nats.Header, ct string, hasCT bool, mt string, body []byte) 
 			if prev, seen := attrs[name]; seen && prev != v {
 				return event.Event{}, &FieldError{Field: lk, Message: "repeated with different values"}
 			}
-			attrs[name] = v
+			// A copy: a header value shares the memory of the message's whole header block, which
+			// a kept id (a retriever's archive, ingest's session cache) would otherwise keep alive.
+			attrs[name] = strings.Clone(v)
 		}
 	}
 	sv, ok := attrs["specversion"]

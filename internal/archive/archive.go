@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/synadia-io/orbit.go/jetstreamext"
 )
 
 // batchSize is how many messages one direct-get request returns at most.
@@ -42,19 +41,16 @@ func (r *Reader) Scan(ctx context.Context, subject string, from, to uint64, fn f
 		if to != 0 && from > to {
 			return nil
 		}
-		msgs, err := jetstreamext.GetBatch(ctx, r.js, r.stream, batchSize,
-			jetstreamext.GetBatchSeq(from), jetstreamext.GetBatchSubject(subject))
+		mux, err := muxOf(r.js.Conn())
+		if err != nil {
+			return err
+		}
+		msgs, err := mux.directGet(ctx, apiSubject(r.js, r.stream), from, subject, batchSize)
 		if err != nil {
 			return fmt.Errorf("reading %s from %q at %d: %w", subject, r.stream, from, err)
 		}
 		n, more := 0, false
-		for m, err := range msgs {
-			if errors.Is(err, jetstreamext.ErrNoMessages) {
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("reading %s from %q at %d: %w", subject, r.stream, from, err)
-			}
+		for _, m := range msgs {
 			if to != 0 && m.Sequence > to {
 				return nil
 			}

@@ -152,8 +152,22 @@ func (st *Store) refresh(ctx context.Context, s *State) (changed, retry bool, er
 	}
 	var chain []Chunk
 	key, n := h.Head, h.Chunks
+	var fetched map[string][]byte
+	if s.Header.Head == "" && h.Chunks > 1 {
+		// A state read for the first time (a cold load): every chunk of the session in one
+		// batched read rather than one read per link of the chain.
+		if fetched, err = st.sessionChunks(ctx, s.Key); err != nil {
+			return false, false, err
+		}
+	}
 	for key != "" && key != s.Header.Head {
-		c, cerr, err := st.chunk(ctx, s.Key, key, n)
+		var c Chunk
+		var cerr *integrity.Error
+		if data, ok := fetched[key]; ok {
+			c, cerr = st.checkChunk(s.Key, key, n, data)
+		} else {
+			c, cerr, err = st.chunk(ctx, s.Key, key, n)
+		}
 		if err != nil {
 			return false, false, err
 		}
@@ -216,23 +230,55 @@ func (st *Store) chunk(ctx context.Context, sk Key, key string, n int) (Chunk, *
 	if err != nil {
 		return Chunk{}, nil, fmt.Errorf("reading chunk %q: %w", key, err)
 	}
+	c, cerr := st.checkChunk(sk, key, n, e.Value())
+	return c, cerr, nil
+}
+
+// sessionChunks reads every chunk stored under session sk, by key (the latest value of each;
+// deleted ones left out), with batched direct gets on the bucket's stream.
+func (st *Store) sessionChunks(ctx context.Context, sk Key) (map[string][]byte, error) {
+	bucket := st.chunks.Bucket()
+	prefix := "$KV." + bucket + "."
+	out := map[string][]byte{}
+	err := archive.NewReader(st.js, "KV_"+bucket).Scan(ctx, prefix+sk.String()+".>", 1, 0, func(m *jetstream.RawStreamMsg) error {
+		key := strings.TrimPrefix(m.Subject, prefix)
+		if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+			delete(out, key)
+			return nil
+		}
+		out[key] = m.Data
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the chunks of %s: %w", sk, err)
+	}
+	return out, nil
+}
+
+// checkChunk decodes and checks the value of chunk key, the n-th of session sk's chain.
+func (st *Store) checkChunk(sk Key, key string, n int, value []byte) (Chunk, *integrity.Error) {
+	bucket := st.chunks.Bucket()
+	if !strings.HasPrefix(key, sk.String()+".") {
+		return Chunk{}, &integrity.Error{Bucket: st.headers.Bucket(), Key: sk.String(), Reason: integrity.Chain,
+			Detail: fmt.Sprintf("the chain names chunk %q of another session", key)}
+	}
 	var c Chunk
-	if err := json.Unmarshal(e.Value(), &c); err != nil {
-		return Chunk{}, integrity.Undecoded(bucket, key, err), nil
+	if err := json.Unmarshal(value, &c); err != nil {
+		return Chunk{}, integrity.Undecoded(bucket, key, err)
 	}
 	if c.Tenant != "" || c.Session != "" {
 		if cerr := integrity.Mismatch(bucket, key, integrity.Tenant, c.Tenant, sk.Tenant); cerr != nil {
-			return Chunk{}, cerr, nil
+			return Chunk{}, cerr
 		}
 		if cerr := integrity.Mismatch(bucket, key, integrity.Session, c.Session, sk.Session); cerr != nil {
-			return Chunk{}, cerr, nil
+			return Chunk{}, cerr
 		}
 	}
 	if c.N != n {
 		return Chunk{}, &integrity.Error{Bucket: bucket, Key: key, Reason: integrity.Chain,
-			Detail: fmt.Sprintf("chunk number %d where the chain expects %d", c.N, n)}, nil
+			Detail: fmt.Sprintf("chunk number %d where the chain expects %d", c.N, n)}
 	}
-	return c, nil, nil
+	return c, nil
 }
 
 // Commit writes the operations recorded since the last commit as new chunks, then the header

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -171,6 +172,33 @@ func BenchmarkColdUser(b *testing.B) {
 	slices.Sort(took)
 	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50_ms")
 	b.ReportMetric(float64(took[len(took)*99/100].Microseconds())/1000, "p99_ms")
+	// Then four clients at once, each asking for other users, of a retriever that just started.
+	b.StopTimer()
+	svc, err := retrieve.New(ctx, retrieve.Config{}, nc, js, zerolog.Nop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conc []time.Duration
+	var wg sync.WaitGroup
+	for c := range 4 {
+		wg.Go(func() {
+			for u := c; u < users; u += 4 {
+				start := time.Now()
+				_, err := svc.Retrieve(ctx, "acme", events.RetrieveRequest{Query: "rollback of the postgres deploy", User: fmt.Sprintf("user%02d", u), Sources: []string{"archive", "long"}})
+				mu.Lock()
+				conc = append(conc, time.Since(start))
+				mu.Unlock()
+				if err != nil {
+					b.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	slices.Sort(conc)
+	b.ReportMetric(float64(conc[len(conc)/2].Microseconds())/1000, "4clients_p50_ms")
+	b.ReportMetric(float64(conc[len(conc)*99/100].Microseconds())/1000, "4clients_p99_ms")
 }
 
 // BenchmarkLoadedTurnMemory measures the heap a retriever holds per loaded turn: 40 users with

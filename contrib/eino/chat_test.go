@@ -59,17 +59,7 @@ func (f *fakeModel) lastSystem() string {
 // The chat flow publishes each question and answer as turns, the next prompt carries them, and
 // a new session's prompt carries the fact agentmem extracted from the ended one.
 func TestChat(t *testing.T) {
-	url, stop := runMemoryd()
-	t.Cleanup(stop)
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	c, err := client.New(nc, client.Options{Tenant: "acme"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newClient(t)
 	ctx := context.Background()
 	if _, err := eino.NewMemory(c, "s 1", "alice"); err == nil {
 		t.Error("NewMemory took the session \"s 1\"")

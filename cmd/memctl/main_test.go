@@ -9,6 +9,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rs/zerolog"
+
+	"github.com/agentmem/agentmem/internal/broker"
+	"github.com/agentmem/agentmem/internal/daemon"
+	"github.com/agentmem/agentmem/internal/ingest"
 	"github.com/agentmem/agentmem/pkg/client"
 )
 
@@ -61,5 +66,58 @@ func TestTenantHint(t *testing.T) {
 		if got := cm.tenantHint() != ""; got != c.hint {
 			t.Errorf("%v: hint %q", c.args, cm.tenantHint())
 		}
+	}
+}
+
+// startMemoryd runs an in-process memoryd for the test and returns its NATS URL.
+func startMemoryd(t *testing.T) string {
+	t.Helper()
+	d, err := daemon.Start(context.Background(), daemon.Config{
+		Broker: broker.Config{Listen: "127.0.0.1:-1", DataDir: t.TempDir()},
+		Ingest: ingest.Config{IdleTimeout: -1},
+	}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := d.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return d.URL()
+}
+
+// memctl publish --wait says whether the turn was applied or dead-lettered, with the reason,
+// and exits non-zero for a dead letter.
+func TestPublishWait(t *testing.T) {
+	url := startMemoryd(t)
+	ctx := context.Background()
+	base := []string{"publish", "--nats", url, "--tenant", "acme", "--wait", "--wait-timeout", "20s"}
+
+	var out bytes.Buffer
+	err := run(ctx, append(base, "--session", "s1", "--id", "t1", "hello without a user"), &out)
+	if err == nil || !strings.Contains(err.Error(), "dead-lettered") || !strings.Contains(err.Error(), "user is required") {
+		t.Errorf("a first turn without --user: %v, want dead-lettered with the reason", err)
+	}
+	if !strings.Contains(out.String(), "stored turn t1") || !strings.Contains(out.String(), "dead-lettered, not applied: user is required") {
+		t.Errorf("it printed %q", out.String())
+	}
+
+	out.Reset()
+	if err := run(ctx, append(base, "--session", "s2", "--user", "alice", "--json", "hello"), &out); err != nil {
+		t.Fatalf("a first turn with --user: %v (%s)", err, out.String())
+	}
+	var res struct{ ID, State, Reason string }
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil || res.ID == "" || res.State != "applied" || res.Reason != "" {
+		t.Errorf("--json printed %s (%v), want the ack with state applied", out.String(), err)
+	}
+
+	// Without --wait (and not on a terminal) it returns once the turn is stored.
+	out.Reset()
+	if err := run(ctx, []string{"publish", "--nats", url, "--tenant", "acme", "--session", "s3", "hi"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "applied") || strings.Contains(out.String(), "dead-lettered") {
+		t.Errorf("without --wait it printed %q", out.String())
 	}
 }

@@ -27,11 +27,40 @@ func TestHelpAndUsageErrors(t *testing.T) {
 	if !strings.Contains(out.String(), "SUBCOMMANDS") || !strings.Contains(out.String(), "publish") {
 		t.Fatalf("--help printed %q to standard output, want the commands", out.String())
 	}
+	if !strings.Contains(out.String(), "SHARED FLAGS") || !strings.Contains(out.String(), "-nats nats://") || !strings.Contains(out.String(), "AGENTMEM_NATS") {
+		t.Errorf("--help does not describe the shared flags and the environment:\n%s", out.String())
+	}
 	out.Reset()
 	if err := run(ctx, []string{"dlq", "list", "--help"}, &out); !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "memctl dlq list") {
 		t.Fatalf("dlq list --help: %v, %q", err, out.String())
 	}
-	for _, args := range [][]string{{"bogus"}, {"publish", "--bogus"}} {
+	// A command's help lists its own flags, and the connection flags by name only; the stream
+	// administration flags only where they apply (replay).
+	for _, c := range []struct {
+		cmd       []string
+		want, not []string
+	}{
+		{[]string{"publish"}, []string{"-session string", "-wait-timeout", "-tenant", "CONNECTION FLAGS (", "  -creds -inbox-prefix -nats", "AGENTMEM_"}, []string{"-partitions", "-replicas", "-dlq-max-age", " -prefix", "NATS server URL"}},
+		{[]string{"search"}, []string{"-session", "CONNECTION FLAGS"}, []string{"-partitions", "-replicas", "-dlq-max-age", " -prefix"}},
+		{[]string{"session"}, []string{"-session", " -prefix"}, []string{"-partitions", "-replicas", "-dlq-max-age"}},
+		{[]string{"replay"}, []string{"-partitions 16", "-replicas 1", "-prefix AGENTMEM"}, nil},
+	} {
+		out.Reset()
+		if err := run(ctx, append(c.cmd, "--help"), &out); !errors.Is(err, flag.ErrHelp) {
+			t.Fatalf("%v --help: %v", c.cmd, err)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("%v --help lacks %q:\n%s", c.cmd, w, out.String())
+			}
+		}
+		for _, n := range c.not {
+			if strings.Contains(out.String(), n) {
+				t.Errorf("%v --help has %q:\n%s", c.cmd, n, out.String())
+			}
+		}
+	}
+	for _, args := range [][]string{{"bogus"}, {"publish", "--bogus"}, {"publish", "--partitions", "4"}} {
 		var usage usageError
 		if err := run(ctx, args, &bytes.Buffer{}); !errors.As(err, &usage) {
 			t.Errorf("%v: %v, want a usage error", args, err)
@@ -59,7 +88,7 @@ func TestTenantHint(t *testing.T) {
 		cm := &common{}
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
 		cm.fs = fs
-		cm.bind(fs)
+		cm.bind(fs, "search")
 		if err := fs.Parse(c.args); err != nil {
 			t.Fatal(err)
 		}

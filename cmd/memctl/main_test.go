@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -148,5 +150,36 @@ func TestPublishWait(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "applied") || strings.Contains(out.String(), "dead-lettered") {
 		t.Errorf("without --wait it printed %q", out.String())
+	}
+}
+
+// memctl mcp --http needs a token to listen beyond loopback; with one, every request must
+// carry it; without one, only loopback callers are answered.
+func TestMCPHTTPToken(t *testing.T) {
+	err := run(context.Background(), []string{"mcp", "--tenant", "acme", "--user", "alice", "--session", "s1", "--http", "0.0.0.0:0"}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "--http-token") {
+		t.Errorf("--http 0.0.0.0:0 without a token: %v, want --http-token required", err)
+	}
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	for _, c := range []struct {
+		token, auth, remote string
+		want                int
+	}{
+		{"s3cret", "Bearer s3cret", "192.0.2.1:5000", http.StatusNoContent},
+		{"s3cret", "Bearer wrong", "127.0.0.1:5000", http.StatusUnauthorized},
+		{"s3cret", "", "127.0.0.1:5000", http.StatusUnauthorized},
+		{"", "", "127.0.0.1:5000", http.StatusNoContent},
+		{"", "", "192.0.2.1:5000", http.StatusForbidden},
+	} {
+		r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+		r.RemoteAddr = c.remote
+		if c.auth != "" {
+			r.Header.Set("Authorization", c.auth)
+		}
+		w := httptest.NewRecorder()
+		guard(ok, c.token, zerolog.Nop()).ServeHTTP(w, r)
+		if w.Code != c.want {
+			t.Errorf("token %q, authorization %q, from %s: %d, want %d", c.token, c.auth, c.remote, w.Code, c.want)
+		}
 	}
 }

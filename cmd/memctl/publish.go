@@ -117,9 +117,9 @@ func publishCommand(out io.Writer) *ffcli.Command {
 				case stateApplied:
 					fmt.Fprintf(w, "applied to session %s/%s\n", c.tenant, sess)
 				case stateDeadLettered:
-					fmt.Fprintf(w, "dead-lettered, not applied: %s\n", res.Reason)
+					fmt.Fprintf(w, "dead-lettered, not applied (memctl dlq list --tenant %s shows it)\n", c.tenant)
 				case statePending:
-					fmt.Fprintf(w, "not applied within %s: %s\n", waitFor, res.Reason)
+					fmt.Fprintf(w, "not applied within %s\n", waitFor)
 				}
 			})
 			if err != nil {
@@ -129,7 +129,7 @@ func publishCommand(out io.Writer) *ffcli.Command {
 			case stateDeadLettered:
 				return fmt.Errorf("turn %s was dead-lettered: %s", ack.ID, res.Reason)
 			case statePending:
-				return fmt.Errorf("turn %s was not applied within %s", ack.ID, waitFor)
+				return fmt.Errorf("turn %s was not applied within %s: %s", ack.ID, waitFor, res.Reason)
 			}
 			return nil
 		})

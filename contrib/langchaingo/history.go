@@ -3,6 +3,7 @@ package langchaingo
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,8 +57,9 @@ func NewChatHistory(c *client.Client, session, user string, opts HistoryOptions)
 
 // AddMessage publishes message as a turn: a human message as role user, an AI message as
 // assistant, a system message as system, a tool or function message as tool (a function's name
-// as the tool), a generic message by its Role. It fails, publishing nothing, for another kind
-// of message or an empty content, and when agentmem does not store the turn.
+// as the tool), a generic message by its Role. A message without text (an AI message that only
+// calls tools) is kept but not published. It fails, publishing nothing, for another kind of
+// message or a role agentmem does not know, and when agentmem does not store the turn.
 func (h *ChatHistory) AddMessage(ctx context.Context, message llms.ChatMessage) error {
 	t := client.Turn{Session: h.session, User: h.user, Content: message.GetContent()}
 	switch m := message.(type) {
@@ -71,11 +73,13 @@ func (h *ChatHistory) AddMessage(ctx context.Context, message llms.ChatMessage) 
 	if t.Role == "" {
 		return fmt.Errorf("%w: a %s message has no agentmem role", ErrInput, message.GetType())
 	}
-	ack, err := h.c.Publish(ctx, t)
-	if err != nil {
-		return err
+	if strings.TrimSpace(t.Content) != "" {
+		ack, err := h.c.Publish(ctx, t)
+		if err != nil {
+			return err
+		}
+		h.last.set(ack.ID)
 	}
-	h.last.set(ack.ID)
 	h.mu.Lock()
 	h.messages = append(h.messages, message)
 	h.mu.Unlock()

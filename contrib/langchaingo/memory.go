@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -136,7 +137,7 @@ func (m *Memory) req(query string) events.RetrieveRequest {
 }
 
 // SaveContext publishes the chain's input as a user turn and its output as an assistant turn
-// of the session (none when the output is empty). It fails when the values are ambiguous
+// of the session (an empty one is left out). It fails when the values are ambiguous
 // (ErrInput), a turn is invalid, or agentmem does not store it.
 func (m *Memory) SaveContext(ctx context.Context, inputs, outputs map[string]any) error {
 	in, err := inputValue(inputs, m.opts.InputKey, m.MemoryVariables(ctx), true)
@@ -147,9 +148,14 @@ func (m *Memory) SaveContext(ctx context.Context, inputs, outputs map[string]any
 	if err != nil {
 		return err
 	}
-	turns := []client.Turn{{Session: m.session, User: m.user, Role: events.RoleUser, Content: in}}
-	if out != "" {
-		turns = append(turns, client.Turn{Session: m.session, User: m.user, Role: events.RoleAssistant, Content: out})
+	var turns []client.Turn
+	for _, t := range []client.Turn{
+		{Session: m.session, User: m.user, Role: events.RoleUser, Content: in},
+		{Session: m.session, User: m.user, Role: events.RoleAssistant, Content: out},
+	} {
+		if strings.TrimSpace(t.Content) != "" {
+			turns = append(turns, t)
+		}
 	}
 	for _, t := range turns {
 		ack, err := m.c.Publish(ctx, t)

@@ -171,6 +171,9 @@ func TestChatHistory(t *testing.T) {
 	if err := h.AddMessage(ctx, llms.FunctionChatMessage{Name: "weather", Content: "Sunny in Paris, 21 °C"}); err != nil {
 		t.Fatal(err)
 	}
+	if err := h.AddMessage(ctx, llms.AIChatMessage{ToolCalls: []llms.ToolCall{{ID: "c1", Type: "function"}}}); err != nil {
+		t.Errorf("an AI message with tool calls only: %v", err)
+	}
 	if err := h.AddMessage(ctx, llms.GenericChatMessage{Role: "robot", Content: "beep"}); !errors.Is(err, events.ErrInvalid) {
 		t.Errorf("a message of role robot: %v, want events.ErrInvalid", err)
 	}

@@ -15,11 +15,15 @@ run: build ## run memoryd: embedded NATS + every worker, data in $(DATA); HTTP=1
 
 # Framework adapters, each its own module (./... of the main module leaves them out), so that
 # the main module depends on none of the frameworks; their tests run a real memoryd in process.
+# They use this checkout of agentmem (a replace directive), so a dependency the main module
+# adds or raises reaches them: -mod=mod lets the go command record it in their go.mod and go.sum
+# (commit what it changes) instead of failing.
 CONTRIB := contrib/langchaingo contrib/eino
+CONTRIB_FLAGS := -mod=mod
 
 test: ## every test, with the race detector: the main module, then each module in $(CONTRIB)
 	$(GO) test -race -count=1 -timeout 20m ./...
-	for m in $(CONTRIB); do (cd $$m && $(GO) test -race -count=1 -timeout 5m ./...) || exit 1; done
+	for m in $(CONTRIB); do (cd $$m && $(GO) test $(CONTRIB_FLAGS) -race -count=1 -timeout 5m ./...) || exit 1; done
 
 # An execution count, not a duration: Go 1.26's fuzz coordinator can report a bare "context
 # deadline exceeded" when a duration runs out with a worker mid-call (go.dev/issue/75804, fixed
@@ -45,7 +49,7 @@ lint: ## go vet and staticcheck (package comments included), of the main module 
 	$(GO) vet ./...
 	$(GO) vet -tags chaos ./internal/chaos
 	$(GO) tool staticcheck ./...
-	sc=$$($(GO) tool -n staticcheck) && for m in $(CONTRIB); do (cd $$m && $(GO) vet ./... && $$sc ./...) || exit 1; done
+	sc=$$($(GO) tool -n staticcheck) && for m in $(CONTRIB); do (cd $$m && $(GO) vet $(CONTRIB_FLAGS) ./... && GOFLAGS="$$GOFLAGS $(CONTRIB_FLAGS)" $$sc ./...) || exit 1; done
 
 bench: ## Go benchmarks: token counting, search, ingest end to end next to raw JetStream
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...

@@ -137,7 +137,7 @@ func (m *Memory) req(query string) events.RetrieveRequest {
 }
 
 // SaveContext publishes the chain's input as a user turn and its output as an assistant turn
-// of the session (an empty one is left out). It fails when the values are ambiguous
+// of the session, in one batch (an empty one is left out). It fails when the values are ambiguous
 // (ErrInput), a turn is invalid, or agentmem does not store it.
 func (m *Memory) SaveContext(ctx context.Context, inputs, outputs map[string]any) error {
 	in, err := inputValue(inputs, m.opts.InputKey, m.MemoryVariables(ctx), true)
@@ -157,13 +157,14 @@ func (m *Memory) SaveContext(ctx context.Context, inputs, outputs map[string]any
 			turns = append(turns, t)
 		}
 	}
-	for _, t := range turns {
-		ack, err := m.c.Publish(ctx, t)
-		if err != nil {
-			return err
-		}
-		m.last.set(ack.ID)
+	if len(turns) == 0 {
+		return nil
 	}
+	acks, err := m.c.PublishBatch(ctx, turns)
+	if err != nil {
+		return err
+	}
+	m.last.set(acks[len(acks)-1].ID)
 	return nil
 }
 

@@ -210,11 +210,24 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	return root.Run(ctx)
 }
 
+// groupExec runs a command that only groups subcommands (memctl dlq, memctl auth): without
+// arguments it prints its help; an unknown subcommand is a usage error.
+func groupExec(name string) func(context.Context, []string) error {
+	return func(_ context.Context, args []string) error {
+		if len(args) > 0 {
+			return usageError{fmt.Sprintf("unknown command %q (memctl %s --help lists its commands)", name+" "+args[0], name)}
+		}
+		return flag.ErrHelp
+	}
+}
+
 // setOutput sends the help of c and its subcommands to out.
 func setOutput(c *ffcli.Command, out io.Writer) {
-	if c.FlagSet != nil {
-		c.FlagSet.SetOutput(out)
+	if c.FlagSet == nil {
+		// ffcli would make one that exits the process on a bad flag and prints to stderr.
+		c.FlagSet = flag.NewFlagSet("memctl "+c.Name, flag.ContinueOnError)
 	}
+	c.FlagSet.SetOutput(out)
 	for _, sub := range c.Subcommands {
 		setOutput(sub, out)
 	}

@@ -62,7 +62,13 @@ func TestHelpAndUsageErrors(t *testing.T) {
 			}
 		}
 	}
-	for _, args := range [][]string{{"bogus"}, {"publish", "--bogus"}, {"publish", "--partitions", "4"}} {
+	for _, group := range []string{"dlq", "auth"} {
+		out.Reset()
+		if err := run(ctx, []string{group}, &out); !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "memctl "+group+" <") {
+			t.Errorf("memctl %s: %v, printed %q to standard output, want its help", group, err, out.String())
+		}
+	}
+	for _, args := range [][]string{{"bogus"}, {"publish", "--bogus"}, {"publish", "--partitions", "4"}, {"dlq", "bogus"}, {"auth", "--bogus"}} {
 		var usage usageError
 		if err := run(ctx, args, &bytes.Buffer{}); !errors.As(err, &usage) {
 			t.Errorf("%v: %v, want a usage error", args, err)

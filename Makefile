@@ -13,8 +13,17 @@ build: ## compile every command into ./bin
 run: build ## run memoryd: embedded NATS + every worker, data in $(DATA); HTTP=127.0.0.1:8080 adds the HTTP API and inspector
 	./bin/memoryd --listen $(LISTEN) --data $(DATA) $(if $(HTTP),--http $(HTTP))
 
-test: ## every test, with the race detector
+# Framework adapters, each its own module (./... of the main module leaves them out), so that
+# the main module depends on none of the frameworks; their tests run a real memoryd in process.
+# They use this checkout of agentmem (a replace directive), so a dependency the main module
+# adds or raises reaches them: -mod=mod lets the go command record it in their go.mod and go.sum
+# (commit what it changes) instead of failing.
+CONTRIB := contrib/langchaingo contrib/eino
+CONTRIB_FLAGS := -mod=mod
+
+test: ## every test, with the race detector: the main module, then each module in $(CONTRIB)
 	$(GO) test -race -count=1 -timeout 20m ./...
+	for m in $(CONTRIB); do (cd $$m && $(GO) test $(CONTRIB_FLAGS) -race -count=1 -timeout 5m ./...) || exit 1; done
 
 # An execution count, not a duration: Go 1.26's fuzz coordinator can report a bare "context
 # deadline exceeded" when a duration runs out with a worker mid-call (go.dev/issue/75804, fixed
@@ -36,10 +45,11 @@ fuzz: ## every decoder and parser fuzzed for $(FUZZTIME) executions each
 chaos: ## the multi-process fault run: 3 nats-server nodes, two of each worker, kill -9 of the turns leader and of an ingest process
 	$(GO) test -tags chaos -count=1 -v -timeout 10m ./internal/chaos
 
-lint: ## go vet and staticcheck (package comments included)
+lint: ## go vet and staticcheck (package comments included), of the main module and of $(CONTRIB)
 	$(GO) vet ./...
 	$(GO) vet -tags chaos ./internal/chaos
 	$(GO) tool staticcheck ./...
+	sc=$$($(GO) tool -n staticcheck) && for m in $(CONTRIB); do (cd $$m && $(GO) vet $(CONTRIB_FLAGS) ./... && GOFLAGS="$$GOFLAGS $(CONTRIB_FLAGS)" $$sc ./...) || exit 1; done
 
 bench: ## Go benchmarks: token counting, search, ingest end to end next to raw JetStream
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...

@@ -194,3 +194,24 @@ func run(t *testing.T, dir string, timeout time.Duration, env []string, name str
 	}
 	return out.Bytes()
 }
+
+// docs/clients.md shows the README's script, which TestPythonClient runs, as it is.
+func TestDocsShowTheReadmeScript(t *testing.T) {
+	block := func(path, after string) string {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, rest, ok := strings.Cut(string(data), after)
+		_, rest, ok2 := strings.Cut(rest, "```python\n")
+		script, _, ok3 := strings.Cut(rest, "```")
+		if !ok || !ok2 || !ok3 {
+			t.Fatalf("%s has no python block after %q", path, after)
+		}
+		return script
+	}
+	readme := block("README.md", "<!-- tests/test_readme.py runs the next block -->")
+	if docs := block("../../docs/clients.md", "## Python"); docs != readme {
+		t.Errorf("docs/clients.md's script differs from the README's:\n%s", docs)
+	}
+}

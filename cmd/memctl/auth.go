@@ -22,7 +22,7 @@ func authCommand(out io.Writer) *ffcli.Command {
 		Subcommands: []*ffcli.Command{
 			authInitCommand(out), authAddCommand(out), authRemoveCommand(out), authListCommand(out),
 		},
-		Exec: func(context.Context, []string) error { return flag.ErrHelp },
+		Exec: groupExec("auth"),
 	}
 }
 

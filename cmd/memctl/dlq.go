@@ -30,7 +30,7 @@ func dlqCommand(out io.Writer) *ffcli.Command {
 		ShortUsage:  "memctl dlq <list|retry> [flags]",
 		ShortHelp:   "inspect dead letters",
 		Subcommands: subs,
-		Exec:        func(context.Context, []string) error { return flag.ErrHelp },
+		Exec:        groupExec("dlq"),
 	}
 }
 

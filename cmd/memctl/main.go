@@ -1,5 +1,6 @@
 // Command memctl is agentmem's command-line tool: publish turns, end sessions, search memory,
-// inspect sessions and dead letters. Every command takes --nats and --json.
+// inspect sessions and dead letters. Every command takes the connection flags (--nats, --creds,
+// …), --tenant and --json, each also as an AGENTMEM_* environment variable.
 package main
 
 import (
@@ -9,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+	"text/tabwriter"
 
 	"github.com/peterbourgon/ff/v3"
 	"github.com/peterbourgon/ff/v3/ffcli"
@@ -62,11 +65,104 @@ func (c *common) tenantHint() string {
 	return ` in tenant "default" (--tenant or AGENTMEM_TENANT names yours)`
 }
 
-func (c *common) bind(fs *flag.FlagSet) {
+// The topology flags a command takes: the commands that speak only the agent's subjects take
+// none, replay (which creates streams and buckets) takes them all, and the others, which read
+// streams and buckets, take --prefix, which names them.
+const (
+	topologyNone = iota
+	topologyPrefix
+	topologyAll
+)
+
+func topologyOf(command string) int {
+	switch command {
+	case "publish", "end", "search", "context", "forget":
+		return topologyNone
+	case "replay":
+		return topologyAll
+	}
+	return topologyPrefix
+}
+
+// bind registers the shared flags of command on fs: the connection flags, the topology flags
+// it takes, --tenant and --json.
+func (c *common) bind(fs *flag.FlagSet, command string) {
 	c.conn = settings.BindConn(fs)
-	c.topo = settings.BindTopology(fs)
+	switch topologyOf(command) {
+	case topologyAll:
+		c.topo = settings.BindTopology(fs)
+	case topologyPrefix:
+		defaults := flag.NewFlagSet("defaults", flag.ContinueOnError)
+		c.topo = settings.BindTopology(defaults)
+		fs.StringVar(&c.topo.Prefix, "prefix", c.topo.Prefix, defaults.Lookup("prefix").Usage)
+	default:
+		c.topo = settings.BindTopology(flag.NewFlagSet("defaults", flag.ContinueOnError))
+	}
 	fs.StringVar(&c.tenant, "tenant", "default", "tenant")
 	fs.BoolVar(&c.json, "json", false, "print JSON instead of text")
+}
+
+// connectionFlags are the flags every command shares that say where and how to reach agentmem:
+// the NATS connection and the name prefix of its streams. A command's help lists them by name
+// only; memctl --help describes them.
+func connectionFlags() *flag.FlagSet {
+	fs := flag.NewFlagSet("memctl", flag.ContinueOnError)
+	settings.BindConn(fs)
+	topo := flag.NewFlagSet("topology", flag.ContinueOnError)
+	settings.BindTopology(topo)
+	prefix := topo.Lookup("prefix")
+	fs.String(prefix.Name, prefix.DefValue, prefix.Usage)
+	return fs
+}
+
+const envHelp = `ENVIRONMENT
+  Every flag of a command can also be set in the environment as AGENTMEM_ and its name in
+  capitals with - as _: AGENTMEM_NATS, AGENTMEM_CREDS, AGENTMEM_TENANT, AGENTMEM_JSON, …
+  A flag given on the command line wins.`
+
+// rootUsage is memctl --help: the commands, the shared flags and the environment.
+func rootUsage(c *ffcli.Command) string {
+	var b strings.Builder
+	b.WriteString(ffcli.DefaultUsageFunc(c))
+	b.WriteString("\nSHARED FLAGS (of every command but auth; --prefix where streams are read)\n")
+	tw := tabwriter.NewWriter(&b, 0, 2, 2, ' ', 0)
+	fs := connectionFlags()
+	fs.String("tenant", "default", "tenant")
+	fs.Bool("json", false, "print JSON instead of text")
+	fs.VisitAll(func(f *flag.Flag) {
+		def := ""
+		if f.DefValue != "" && f.DefValue != "false" {
+			def = " " + f.DefValue
+		}
+		fmt.Fprintf(tw, "  -%s%s\t%s\n", f.Name, def, f.Usage)
+	})
+	_ = tw.Flush()
+	b.WriteString("\n" + envHelp + "\n")
+	return b.String()
+}
+
+// commandUsage is a command's help: its own flags, then the connection flags by name only.
+func commandUsage(c *ffcli.Command) string {
+	conn := connectionFlags()
+	own := flag.NewFlagSet(c.FlagSet.Name(), flag.ContinueOnError)
+	var shared []string
+	c.FlagSet.VisitAll(func(f *flag.Flag) {
+		if conn.Lookup(f.Name) != nil && !(f.Name == "prefix" && topologyOf(c.Name) == topologyAll) {
+			shared = append(shared, "-"+f.Name)
+			return
+		}
+		own.Var(f.Value, f.Name, f.Usage)
+		own.Lookup(f.Name).DefValue = f.DefValue
+	})
+	view := *c
+	view.FlagSet = own
+	var b strings.Builder
+	b.WriteString(ffcli.DefaultUsageFunc(&view))
+	if len(shared) > 0 {
+		fmt.Fprintf(&b, "\nCONNECTION FLAGS (memctl --help says what they do)\n  %s\n", strings.Join(shared, " "))
+	}
+	b.WriteString("\n" + envHelp + "\n")
+	return b.String()
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
@@ -91,7 +187,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			statsCommand(out),
 			reembedCommand(out),
 		},
-		FlagSet: flag.NewFlagSet("memctl", flag.ContinueOnError),
+		FlagSet:   flag.NewFlagSet("memctl", flag.ContinueOnError),
+		UsageFunc: rootUsage,
 		Exec: func(_ context.Context, args []string) error {
 			if len(args) > 0 {
 				return usageError{fmt.Sprintf("unknown command %q (memctl --help lists the commands)", args[0])}
@@ -113,11 +210,24 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	return root.Run(ctx)
 }
 
+// groupExec runs a command that only groups subcommands (memctl dlq, memctl auth): without
+// arguments it prints its help; an unknown subcommand is a usage error.
+func groupExec(name string) func(context.Context, []string) error {
+	return func(_ context.Context, args []string) error {
+		if len(args) > 0 {
+			return usageError{fmt.Sprintf("unknown command %q (memctl %s --help lists its commands)", name+" "+args[0], name)}
+		}
+		return flag.ErrHelp
+	}
+}
+
 // setOutput sends the help of c and its subcommands to out.
 func setOutput(c *ffcli.Command, out io.Writer) {
-	if c.FlagSet != nil {
-		c.FlagSet.SetOutput(out)
+	if c.FlagSet == nil {
+		// ffcli would make one that exits the process on a bad flag and prints to stderr.
+		c.FlagSet = flag.NewFlagSet("memctl "+c.Name, flag.ContinueOnError)
 	}
+	c.FlagSet.SetOutput(out)
 	for _, sub := range c.Subcommands {
 		setOutput(sub, out)
 	}
@@ -127,7 +237,7 @@ func setOutput(c *ffcli.Command, out io.Writer) {
 func newCommand(name, usage, help string, c *common, out io.Writer, bind func(*flag.FlagSet), exec func(context.Context, []string) error) *ffcli.Command {
 	fs := flag.NewFlagSet("memctl "+name, flag.ContinueOnError)
 	c.out, c.fs = out, fs
-	c.bind(fs)
+	c.bind(fs, name)
 	if bind != nil {
 		bind(fs)
 	}
@@ -137,6 +247,7 @@ func newCommand(name, usage, help string, c *common, out io.Writer, bind func(*f
 		ShortHelp:  help,
 		FlagSet:    fs,
 		Options:    []ff.Option{ff.WithEnvVarPrefix(settings.EnvPrefix)},
+		UsageFunc:  commandUsage,
 		Exec:       exec,
 	}
 }

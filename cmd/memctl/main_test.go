@@ -6,9 +6,16 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/rs/zerolog"
+
+	"github.com/agentmem/agentmem/internal/broker"
+	"github.com/agentmem/agentmem/internal/daemon"
+	"github.com/agentmem/agentmem/internal/ingest"
 	"github.com/agentmem/agentmem/pkg/client"
 )
 
@@ -22,11 +29,46 @@ func TestHelpAndUsageErrors(t *testing.T) {
 	if !strings.Contains(out.String(), "SUBCOMMANDS") || !strings.Contains(out.String(), "publish") {
 		t.Fatalf("--help printed %q to standard output, want the commands", out.String())
 	}
+	if !strings.Contains(out.String(), "SHARED FLAGS") || !strings.Contains(out.String(), "-nats nats://") || !strings.Contains(out.String(), "AGENTMEM_NATS") {
+		t.Errorf("--help does not describe the shared flags and the environment:\n%s", out.String())
+	}
 	out.Reset()
 	if err := run(ctx, []string{"dlq", "list", "--help"}, &out); !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "memctl dlq list") {
 		t.Fatalf("dlq list --help: %v, %q", err, out.String())
 	}
-	for _, args := range [][]string{{"bogus"}, {"publish", "--bogus"}} {
+	// A command's help lists its own flags, and the connection flags by name only; the stream
+	// administration flags only where they apply (replay).
+	for _, c := range []struct {
+		cmd       []string
+		want, not []string
+	}{
+		{[]string{"publish"}, []string{"-session string", "-wait-timeout", "-tenant", "CONNECTION FLAGS (", "  -creds -inbox-prefix -nats", "AGENTMEM_"}, []string{"-partitions", "-replicas", "-dlq-max-age", " -prefix", "NATS server URL"}},
+		{[]string{"search"}, []string{"-session", "CONNECTION FLAGS"}, []string{"-partitions", "-replicas", "-dlq-max-age", " -prefix"}},
+		{[]string{"session"}, []string{"-session", " -prefix"}, []string{"-partitions", "-replicas", "-dlq-max-age"}},
+		{[]string{"replay"}, []string{"-partitions 16", "-replicas 1", "-prefix AGENTMEM"}, nil},
+	} {
+		out.Reset()
+		if err := run(ctx, append(c.cmd, "--help"), &out); !errors.Is(err, flag.ErrHelp) {
+			t.Fatalf("%v --help: %v", c.cmd, err)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("%v --help lacks %q:\n%s", c.cmd, w, out.String())
+			}
+		}
+		for _, n := range c.not {
+			if strings.Contains(out.String(), n) {
+				t.Errorf("%v --help has %q:\n%s", c.cmd, n, out.String())
+			}
+		}
+	}
+	for _, group := range []string{"dlq", "auth"} {
+		out.Reset()
+		if err := run(ctx, []string{group}, &out); !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "memctl "+group+" <") {
+			t.Errorf("memctl %s: %v, printed %q to standard output, want its help", group, err, out.String())
+		}
+	}
+	for _, args := range [][]string{{"bogus"}, {"publish", "--bogus"}, {"publish", "--partitions", "4"}, {"dlq", "bogus"}, {"auth", "--bogus"}} {
 		var usage usageError
 		if err := run(ctx, args, &bytes.Buffer{}); !errors.As(err, &usage) {
 			t.Errorf("%v: %v, want a usage error", args, err)
@@ -54,12 +96,96 @@ func TestTenantHint(t *testing.T) {
 		cm := &common{}
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
 		cm.fs = fs
-		cm.bind(fs)
+		cm.bind(fs, "search")
 		if err := fs.Parse(c.args); err != nil {
 			t.Fatal(err)
 		}
 		if got := cm.tenantHint() != ""; got != c.hint {
 			t.Errorf("%v: hint %q", c.args, cm.tenantHint())
+		}
+	}
+}
+
+// startMemoryd runs an in-process memoryd for the test and returns its NATS URL.
+func startMemoryd(t *testing.T) string {
+	t.Helper()
+	d, err := daemon.Start(context.Background(), daemon.Config{
+		Broker: broker.Config{Listen: "127.0.0.1:-1", DataDir: t.TempDir()},
+		Ingest: ingest.Config{IdleTimeout: -1},
+	}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := d.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return d.URL()
+}
+
+// memctl publish --wait says whether the turn was applied or dead-lettered, with the reason,
+// and exits non-zero for a dead letter.
+func TestPublishWait(t *testing.T) {
+	url := startMemoryd(t)
+	ctx := context.Background()
+	base := []string{"publish", "--nats", url, "--tenant", "acme", "--wait", "--wait-timeout", "20s"}
+
+	var out bytes.Buffer
+	err := run(ctx, append(base, "--session", "s1", "--id", "t1", "hello without a user"), &out)
+	if err == nil || !strings.Contains(err.Error(), "dead-lettered") || !strings.Contains(err.Error(), "user is required") {
+		t.Errorf("a first turn without --user: %v, want dead-lettered with the reason", err)
+	}
+	if !strings.Contains(out.String(), "stored turn t1") || !strings.Contains(out.String(), "dead-lettered, not applied") {
+		t.Errorf("it printed %q", out.String())
+	}
+
+	out.Reset()
+	if err := run(ctx, append(base, "--session", "s2", "--user", "alice", "--json", "hello"), &out); err != nil {
+		t.Fatalf("a first turn with --user: %v (%s)", err, out.String())
+	}
+	var res struct{ ID, State, Reason string }
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil || res.ID == "" || res.State != "applied" || res.Reason != "" {
+		t.Errorf("--json printed %s (%v), want the ack with state applied", out.String(), err)
+	}
+
+	// Without --wait (and not on a terminal) it returns once the turn is stored.
+	out.Reset()
+	if err := run(ctx, []string{"publish", "--nats", url, "--tenant", "acme", "--session", "s3", "hi"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "applied") || strings.Contains(out.String(), "dead-lettered") {
+		t.Errorf("without --wait it printed %q", out.String())
+	}
+}
+
+// memctl mcp --http needs a token to listen beyond loopback; with one, every request must
+// carry it; without one, only loopback callers are answered.
+func TestMCPHTTPToken(t *testing.T) {
+	err := run(context.Background(), []string{"mcp", "--tenant", "acme", "--user", "alice", "--session", "s1", "--http", "0.0.0.0:0"}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "--http-token") {
+		t.Errorf("--http 0.0.0.0:0 without a token: %v, want --http-token required", err)
+	}
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	for _, c := range []struct {
+		token, auth, remote string
+		want                int
+	}{
+		{"s3cret", "Bearer s3cret", "192.0.2.1:5000", http.StatusNoContent},
+		{"s3cret", "Bearer wrong", "127.0.0.1:5000", http.StatusUnauthorized},
+		{"s3cret", "", "127.0.0.1:5000", http.StatusUnauthorized},
+		{"", "", "127.0.0.1:5000", http.StatusNoContent},
+		{"", "", "192.0.2.1:5000", http.StatusForbidden},
+	} {
+		r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+		r.RemoteAddr = c.remote
+		if c.auth != "" {
+			r.Header.Set("Authorization", c.auth)
+		}
+		w := httptest.NewRecorder()
+		guard(ok, c.token, zerolog.Nop()).ServeHTTP(w, r)
+		if w.Code != c.want {
+			t.Errorf("token %q, authorization %q, from %s: %d, want %d", c.token, c.auth, c.remote, w.Code, c.want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,16 +18,18 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentmem/agentmem/cmd/internal/settings"
+	"github.com/agentmem/agentmem/internal/inspector"
 	"github.com/agentmem/agentmem/internal/mcpserver"
 	"github.com/agentmem/agentmem/pkg/events"
 )
 
 // mcpCommand serves agentmem as an MCP server: over stdio (for Claude Desktop, Cursor and other
 // clients that start it), or streamable HTTP with --http. On stdio, stdout carries the protocol
-// only: logs go to stderr.
+// only: logs go to stderr. Over HTTP it requires --http-token on a non-loopback address, and
+// without a token answers loopback callers only.
 func mcpCommand(out io.Writer) *ffcli.Command {
 	c := &common{}
-	var user, session, httpAddr string
+	var user, session, httpAddr, httpToken string
 	var ctxTokens int
 	var wait time.Duration
 	var logs *settings.Log
@@ -36,6 +39,7 @@ func mcpCommand(out io.Writer) *ffcli.Command {
 			fs.StringVar(&user, "user", "", "the user whose memory the tools use (required; tools cannot name another)")
 			fs.StringVar(&session, "session", "", "the session remember writes to and recall searches first (required)")
 			fs.StringVar(&httpAddr, "http", "", "serve streamable HTTP on this address at /mcp (e.g. 127.0.0.1:8765) instead of stdio")
+			fs.StringVar(&httpToken, "http-token", "", "bearer token --http requires of every request (secret); required when --http is not a loopback address (empty: none, and then only loopback callers are answered)")
 			fs.IntVar(&ctxTokens, "context-tokens", events.DefaultContextTokens, "get_context's token budget when the call names none")
 			fs.DurationVar(&wait, "wait", mcpserver.DefaultWait, "how long recall waits for the turn remembered last to be applied (negative: no wait)")
 			logs = settings.BindLog(fs)
@@ -46,6 +50,10 @@ func mcpCommand(out io.Writer) *ffcli.Command {
 			}
 			if user == "" || session == "" {
 				return errors.New("--user and --session are required")
+			}
+			if httpAddr != "" && httpToken == "" && !inspector.IsLoopback(httpAddr) {
+				return fmt.Errorf("--http-token (or AGENTMEM_HTTP_TOKEN) is required when --http listens on a non-loopback address (%s): "+
+					"the MCP tools read and write %s's memory; set one, or bind --http to 127.0.0.1", httpAddr, user)
 			}
 			// stdout is the protocol's on stdio: every log line goes to stderr.
 			log, err := logs.Logger(os.Stderr, "memctl-mcp")
@@ -76,7 +84,7 @@ func mcpCommand(out io.Writer) *ffcli.Command {
 				}
 				return err
 			}
-			return serveHTTP(ctx, httpAddr, srv.HTTPHandler(), log)
+			return serveHTTP(ctx, httpAddr, guard(srv.HTTPHandler(), httpToken, log), log)
 		})
 }
 
@@ -105,6 +113,27 @@ func serveHTTP(ctx context.Context, addr string, h http.Handler, log zerolog.Log
 		err = serr
 	}
 	return err
+}
+
+// guard lets through a request that carries "Authorization: Bearer <token>" (401 otherwise),
+// or, with no token, a request from a loopback address (403 otherwise): memctl mcp --http
+// without a token serves only this machine, even should its listener be reachable from
+// elsewhere.
+func guard(next http.Handler, token string, log zerolog.Logger) http.Handler {
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case token == "" && !inspector.IsLoopback(r.RemoteAddr):
+			log.Warn().Str("remote", r.RemoteAddr).Msg("refused: no --http-token, and the caller is not on loopback")
+			http.Error(w, "this MCP server has no token and answers loopback clients only", http.StatusForbidden)
+			return
+		case token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1:
+			w.Header().Set("WWW-Authenticate", `Bearer realm="agentmem-mcp"`)
+			http.Error(w, "a bearer token is required (Authorization: Bearer <the --http-token>)", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // version is the module version memctl was built from ("dev" for a work tree build).

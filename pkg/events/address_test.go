@@ -66,12 +66,13 @@ func TestEventSubjectsRoundTrip(t *testing.T) {
 func FuzzParseEventSubject(f *testing.F) {
 	for _, s := range []string{
 		"memory.pressure.acme.s1", "3.memory.summaries.acme.s1", "memory.facts.acme.alice", "memory.dlq.acme.s1",
-		"memory.dlq._", "memory.retrieve.acme", "01.memory.turns.a.b", "memory.turns.a.b.c", "memory..a.b",
+		"memory.dlq._", "memory.retrieve.acme", "memory.forget.acme", "memory.intake.acme.s1", "01.memory.turns.a.b", "memory.turns.a.b.c", "memory..a.b",
 		"0.memory.turns.测试.s", "memory.facts.a.b\x00", "x.y.memory.turns.a.b", "",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, subject string) {
+		fuzzOtherParsers(t, subject)
 		a, err := ParseEventSubject(subject)
 		if err != nil {
 			if !errors.Is(err, ErrInvalid) {
@@ -100,4 +101,32 @@ func FuzzParseEventSubject(f *testing.F) {
 			t.Fatalf("ParseKindSubject(%q, %q) = %q %q %v", a.Kind, subject, tenant, key, err)
 		}
 	})
+}
+
+// fuzzOtherParsers checks the parsers of the other subject families on the same input: an error
+// wraps ErrInvalid, a success rebuilds the subject.
+func fuzzOtherParsers(t *testing.T, subject string) {
+	t.Helper()
+	check := func(name string, rebuilt string, buildErr, err error) {
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("%s(%q): error %v does not wrap ErrInvalid", name, subject, err)
+			}
+			return
+		}
+		if buildErr != nil || rebuilt != subject {
+			t.Fatalf("%s(%q) rebuilds to %q, %v", name, subject, rebuilt, buildErr)
+		}
+	}
+	tenant, err := ParseRetrieveSubject(subject)
+	back, berr := RetrieveSubject(tenant)
+	check("ParseRetrieveSubject", back, berr, err)
+	tenant, err = ParseForgetSubject(subject)
+	back, berr = ForgetSubject(tenant)
+	check("ParseForgetSubject", back, berr, err)
+	tenant, sess, err := ParseIntakeSubject(subject)
+	back, berr = IntakeSubject(tenant, sess)
+	check("ParseIntakeSubject", back, berr, err)
+	tenant, sess, err = ParseDeadLetterSubject(subject)
+	check("ParseDeadLetterSubject", DeadLetterSubject(tenant, sess), nil, err)
 }

@@ -33,6 +33,7 @@ FUZZTIME ?= 50000x
 fuzz: ## every decoder and parser fuzzed for $(FUZZTIME) executions each
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./pkg/events
 	$(GO) test -run '^$$' -fuzz '^FuzzParseTurnSubject$$' -fuzztime $(FUZZTIME) ./pkg/events
+	$(GO) test -run '^$$' -fuzz '^FuzzParseEventSubject$$' -fuzztime $(FUZZTIME) ./pkg/events
 	$(GO) test -run '^$$' -fuzz '^FuzzParseDecay$$' -fuzztime $(FUZZTIME) ./pkg/memory
 	$(GO) test -run '^$$' -fuzz '^FuzzEstimate$$' -fuzztime $(FUZZTIME) ./pkg/memory
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/fact

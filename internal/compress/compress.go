@@ -27,7 +27,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/attribute"
@@ -429,28 +428,21 @@ func (w *Worker) entries(ctx context.Context, tenant, sess string, p events.Pres
 			if !want[id] {
 				return nil
 			}
-			ev, err := events.Decode(&nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data})
-			if err != nil || ev.Type() != events.TypeTurn {
-				return nil
-			}
-			t, err := events.DecodeData[events.Turn](ev)
+			st, err := events.ReadStoredTurn(m)
 			if err != nil {
 				return nil
 			}
 			// The summary derives from every turn it replaces: link to each turn's trace.
-			if sc := trace.SpanContextFromContext(events.TraceContext(context.Background(), ev)); sc.IsValid() {
-				trace.SpanFromContext(ctx).AddLink(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{attribute.String("agentmem.turn_id", ev.ID())}})
+			if sc := trace.SpanContextFromContext(events.TraceContext(context.Background(), st.Event)); sc.IsValid() {
+				trace.SpanFromContext(ctx).AddLink(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{attribute.String("agentmem.turn_id", st.ID)}})
 			}
-			at := ev.Time()
-			if at.IsZero() {
-				at = m.Time
-			}
+			t := st.Turn
 			md := map[string]any{}
 			if t.Tool != "" {
 				md["tool"] = t.Tool
 			}
-			byID[ev.ID()] = memory.Entry{ID: ev.ID(), Type: memory.TypeForRole(t.Role), Role: t.Role, Content: t.Content,
-				Timestamp: at.UTC(), Seq: m.Sequence, Metadata: md}
+			byID[st.ID] = memory.Entry{ID: st.ID, Type: memory.TypeForRole(t.Role), Role: t.Role, Content: t.Content,
+				Timestamp: st.Time, Seq: st.Seq, Metadata: md}
 			return nil
 		})
 		if err != nil {
@@ -475,21 +467,10 @@ func (w *Worker) publish(ctx context.Context, tenant string, p events.Pressure, 
 		Provenance: s.Provenance, Timestamp: s.Timestamp, Summarizer: s.Summarizer, Usage: s.Usage,
 		Pressure: p.Number, FirstSeq: p.FirstSeq, LastSeq: p.LastSeq, Language: lang,
 	}
-	ev, err := events.NewEvent(s.ID, events.TypeSummary, w.cfg.Source, s.Timestamp, body)
+	msg, err := events.NewMsg(ctx, tenant, p.Session, s.ID, events.TypeSummary, w.cfg.Source, s.Timestamp, body)
 	if err != nil {
 		return err
 	}
-	ev.SetSubject(p.Session)
-	events.SetTraceContext(ctx, &ev)
-	subject, err := events.SummarySubject(tenant, p.Session)
-	if err != nil {
-		return err
-	}
-	msg, err := events.BinaryMsg(subject, ev)
-	if err != nil {
-		return err
-	}
-	msg.Header.Set(events.HeaderMsgID, events.MsgID(tenant, p.Session, s.ID))
 	ctx, cancel := op(ctx)
 	defer cancel()
 	if _, err := w.js.PublishMsg(ctx, msg); err != nil {

@@ -187,15 +187,11 @@ func Backfill(ctx context.Context, cfg BackfillConfig, js jetstream.JetStream, e
 				subject = events.PartitionedSubject(st.Header.Partition, h.Tenant, h.Session)
 			}
 			err = reader.Scan(ctx, subject, 1, st.Header.LastSeq, func(m *jetstream.RawStreamMsg) error {
-				ev, err := events.Decode(natsMsg(m))
-				if err != nil || ev.Type() != events.TypeTurn || !st.AppliedAt(ev.ID(), m.Sequence) {
+				t, err := events.ReadStoredTurn(m)
+				if err != nil || !st.AppliedAt(t.ID, t.Seq) {
 					return nil
 				}
-				turn, err := events.DecodeData[events.Turn](ev)
-				if err != nil {
-					return nil
-				}
-				add(pending{tenant: u.tenant, user: u.user, id: ev.ID(), text: turn.Content, kind: KindTurn})
+				add(pending{tenant: u.tenant, user: u.user, id: t.ID, text: t.Turn.Content, kind: KindTurn})
 				return nil
 			})
 			if err != nil {
@@ -269,14 +265,15 @@ func longUsers(ctx context.Context, js jetstream.JetStream, topo events.Topology
 	if err != nil {
 		return err
 	}
-	seen := map[string]bool{}
+	type owner struct{ tenant, user string }
+	seen := map[owner]bool{}
 	for key := range lister.Keys() {
-		parts := strings.SplitN(key, ".", 3)
-		if len(parts) < 3 || seen[parts[0]+"."+parts[1]] {
+		k, err := longterm.ParseKey(key)
+		if err != nil || seen[owner{k.Tenant, k.User}] {
 			continue
 		}
-		seen[parts[0]+"."+parts[1]] = true
-		fn(parts[0], parts[1])
+		seen[owner{k.Tenant, k.User}] = true
+		fn(k.Tenant, k.User)
 	}
 	return nil
 }

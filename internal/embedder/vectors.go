@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmem/agentmem/internal/archive"
@@ -83,6 +82,44 @@ func EntryToken(id string) string {
 // Key is the bucket key of the vector of entry id of (tenant, user) made by model.
 func Key(tenant, user, model, id string) string {
 	return tenant + "." + user + "." + ModelToken(model) + "." + EntryToken(id)
+}
+
+// VectorKey is what a vector key names: the entry's owner, the model's token (ModelToken) and the
+// entry's token (EntryToken).
+type VectorKey struct {
+	Tenant, User string
+	Model        string
+	Entry        string
+}
+
+// ID returns the entry id the key's entry token stands for; ok is false when the token is not
+// one EntryToken makes.
+func (k VectorKey) ID() (id string, ok bool) { return EntryID(k.Entry) }
+
+// ParseKey parses a vector key, "<tenant>.<user>.<model token>.<entry token>" (Key), as the
+// bucket's watchers and listings see it. A completion marker's key (MarkerKey) is not a vector
+// key. Its error wraps events.ErrInvalid and says what is wrong: the number of tokens, the tenant,
+// the user, the model or the entry.
+func ParseKey(key string) (VectorKey, error) {
+	parts := strings.Split(key, ".")
+	if len(parts) != 4 {
+		return VectorKey{}, fmt.Errorf("vector key %q: %w", key,
+			&events.FieldError{Message: "want <tenant>.<user>.<model>.<entry>"})
+	}
+	k := VectorKey{Tenant: parts[0], User: parts[1], Model: parts[2], Entry: parts[3]}
+	if err := events.ValidateToken("tenant", k.Tenant); err != nil {
+		return VectorKey{}, fmt.Errorf("vector key %q: %w", key, err)
+	}
+	if err := events.ValidateToken("user", k.User); err != nil {
+		return VectorKey{}, fmt.Errorf("vector key %q: %w", key, err)
+	}
+	if k.Model == "" {
+		return VectorKey{}, fmt.Errorf("vector key %q: %w", key, &events.FieldError{Field: "model", Message: "must not be empty"})
+	}
+	if k.Entry == "" {
+		return VectorKey{}, fmt.Errorf("vector key %q: %w", key, &events.FieldError{Field: "entry", Message: "must not be empty"})
+	}
+	return k, nil
 }
 
 // UserFilter is the key filter of every vector of a user (all models).
@@ -213,17 +250,17 @@ func (s *Vectors) Check(key string, data []byte) (Vector, *integrity.Error) {
 	if err != nil {
 		return v, integrity.Undecoded(s.bucket, key, err)
 	}
-	parts := strings.Split(key, ".")
-	if len(parts) != 4 {
-		return v, integrity.Undecoded(s.bucket, key, errors.New("key is not <tenant>.<user>.<model>.<entry>"))
+	k, err := ParseKey(key)
+	if err != nil {
+		return v, integrity.Undecoded(s.bucket, key, err)
 	}
-	if e := integrity.Mismatch(s.bucket, key, integrity.Tenant, v.Tenant, parts[0]); e != nil {
+	if e := integrity.Mismatch(s.bucket, key, integrity.Tenant, v.Tenant, k.Tenant); e != nil {
 		return v, e
 	}
-	if e := integrity.Mismatch(s.bucket, key, integrity.User, v.User, parts[1]); e != nil {
+	if e := integrity.Mismatch(s.bucket, key, integrity.User, v.User, k.User); e != nil {
 		return v, e
 	}
-	if e := integrity.Mismatch(s.bucket, key, integrity.ID, ModelToken(v.Model)+"."+EntryToken(v.ID), parts[2]+"."+parts[3]); e != nil {
+	if e := integrity.Mismatch(s.bucket, key, integrity.ID, ModelToken(v.Model)+"."+EntryToken(v.ID), k.Model+"."+k.Entry); e != nil {
 		return v, e
 	}
 	return v, nil
@@ -315,8 +352,4 @@ func EntryID(token string) (string, bool) {
 	}
 	b, err := base64.RawURLEncoding.DecodeString(token[1:])
 	return string(b), err == nil
-}
-
-func natsMsg(m *jetstream.RawStreamMsg) *nats.Msg {
-	return &nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentmem/agentmem/internal/integrity"
+	"github.com/agentmem/agentmem/pkg/events"
 )
 
 func TestKeysAreValidAndReversible(t *testing.T) {
@@ -165,4 +166,35 @@ func topK(q []float32, data [][]float32, k int) []int {
 		out[i] = hits[i].i
 	}
 	return out
+}
+
+func TestParseKey(t *testing.T) {
+	model := "openai-compatible:text-embedding-3-small@256"
+	for _, id := range []string{"s1-000", "a.b", "x y/z:ü", "=abc"} {
+		key := Key("acme", "alice", model, id)
+		k, err := ParseKey(key)
+		if err != nil || k.Tenant != "acme" || k.User != "alice" || k.Model != ModelToken(model) || k.Entry != EntryToken(id) {
+			t.Fatalf("ParseKey(%q) = %+v, %v", key, k, err)
+		}
+		if got, ok := k.ID(); !ok || got != id {
+			t.Errorf("ParseKey(%q).ID() = %q, %v; want %q", key, got, ok, id)
+		}
+	}
+	for _, tt := range []struct{ key, errHas string }{
+		{MarkerKey(model), "want <tenant>.<user>.<model>.<entry>"},
+		{"acme.alice.m1", "want <tenant>.<user>.<model>.<entry>"},
+		{"acme.alice.m1.e.x", "want <tenant>.<user>.<model>.<entry>"},
+		{"a%b.alice.m1.e", `tenant "a%b"`},
+		{"acme..m1.e", `user ""`},
+		{"acme.alice..e", "model: must not be empty"},
+		{"acme.alice.m1.", "entry: must not be empty"},
+	} {
+		k, err := ParseKey(tt.key)
+		if err == nil || !errors.Is(err, events.ErrInvalid) || !strings.Contains(err.Error(), tt.errHas) || k != (VectorKey{}) {
+			t.Errorf("ParseKey(%q) = %+v, %v; want ErrInvalid mentioning %q", tt.key, k, err, tt.errHas)
+		}
+	}
+	if _, ok := (VectorKey{Entry: "=!!"}).ID(); ok {
+		t.Error("an entry token that is not base64 gave an id")
+	}
 }

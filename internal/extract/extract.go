@@ -269,23 +269,17 @@ func (w *Worker) extract(ctx context.Context, k session.Key, upTo uint64, redeli
 	var turns []fact.Turn
 	var first, last time.Time
 	err = w.reader.Scan(ctx, subject, from, upTo, func(m *jetstream.RawStreamMsg) error {
-		ev, err := events.Decode(&nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data})
-		if err != nil || ev.Type() != events.TypeTurn {
+		stored, err := events.ReadStoredTurn(m)
+		if err != nil {
 			return nil
 		}
-		id := ev.ID()
+		id, t, at := stored.ID, stored.Turn, stored.Time
 		if !st.AppliedAt(id, m.Sequence) {
 			return nil // rejected by ingest, or a late copy
 		}
-		t, err := events.DecodeData[events.Turn](ev)
-		if err != nil || (t.Role != events.RoleUser && t.Role != events.RoleAssistant) {
+		if t.Role != events.RoleUser && t.Role != events.RoleAssistant {
 			return nil
 		}
-		at := ev.Time()
-		if at.IsZero() {
-			at = m.Time
-		}
-		at = at.UTC()
 		if first.IsZero() || at.Before(first) {
 			first = at
 		}
@@ -485,21 +479,10 @@ func (w *Worker) publishFact(ctx context.Context, tenant, user, id, op string, f
 	if w.cfg.NoConsumers {
 		return nil // a replay publishes no events
 	}
-	ev, err := events.NewEvent(id, events.TypeFact, w.cfg.Source, f.ValidFrom, events.FactEvent{Op: op, Fact: f.Event()})
+	msg, err := events.NewMsg(ctx, tenant, user, id, events.TypeFact, w.cfg.Source, f.ValidFrom, events.FactEvent{Op: op, Fact: f.Event()})
 	if err != nil {
 		return err
 	}
-	ev.SetSubject(user)
-	events.SetTraceContext(ctx, &ev)
-	subject, err := events.FactSubject(tenant, user)
-	if err != nil {
-		return err
-	}
-	msg, err := events.BinaryMsg(subject, ev)
-	if err != nil {
-		return err
-	}
-	msg.Header.Set(events.HeaderMsgID, tenant+"."+user+"."+id)
 	// A publish lost in a leader change fails after 10 s rather than at the handler's timeout.
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

@@ -54,13 +54,8 @@ func (w *Worker) Forget(ctx context.Context, tenant, user string) (map[string]in
 			return counts, err
 		}
 	}
-	ev, err := events.NewEvent("forgotten-"+strconv.FormatInt(time.Now().UnixNano(), 36), events.TypeFact, w.cfg.Source, time.Now(),
+	msg, err := events.NewMsg(ctx, tenant, user, "forgotten-"+strconv.FormatInt(time.Now().UnixNano(), 36), events.TypeFact, w.cfg.Source, time.Now(),
 		events.FactEvent{Op: events.FactForgotten, Fact: events.Fact{ID: "user:" + user}})
-	if err != nil {
-		return counts, err
-	}
-	subject, _ := events.FactSubject(tenant, user)
-	msg, err := events.BinaryMsg(subject, ev)
 	if err != nil {
 		return counts, err
 	}
@@ -68,7 +63,7 @@ func (w *Worker) Forget(ctx context.Context, tenant, user string) (map[string]in
 		return counts, fmt.Errorf("announcing the forget: %w", err)
 	}
 	// The announcement is for live subscribers; it is not kept as memory of the user.
-	if _, err := w.purge(ctx, w.cfg.Topology.FactStream(), subject); err != nil {
+	if _, err := w.purge(ctx, w.cfg.Topology.FactStream(), msg.Subject); err != nil {
 		return counts, err
 	}
 	w.log.Info().Str("tenant", tenant).Str("user", user).Interface("forgotten", counts).Msg("user forgotten")
@@ -198,14 +193,14 @@ func (w *Worker) startForget(ctx context.Context, nc *nats.Conn) (micro.Service,
 	}
 	err = svc.AddEndpoint("forget", micro.HandlerFunc(func(req micro.Request) {
 		r := reply.From(req)
-		tenant, _ := events.ParseTenantSubject("memory.forget", r.Subject)
+		tenant, _ := events.ParseForgetSubject(r.Subject)
 		if err := reply.Check(tenant, r.Reply); err != nil {
 			w.cfg.Metrics.Refused("forget")
 			w.log.Debug().Err(err).Str("subject", r.Subject).Msg("request refused")
 			return
 		}
 		go w.serveForget(ctx, nc, r)
-	}), micro.WithEndpointSubject("memory.forget.*"))
+	}), micro.WithEndpointSubject(events.ForgetSubjects))
 	if err != nil {
 		_ = svc.Stop()
 		return nil, fmt.Errorf("adding endpoint forget: %w", err)
@@ -221,7 +216,7 @@ func (w *Worker) serveForget(ctx context.Context, nc *nats.Conn, req reply.Reque
 	fail := func(code int, field, msg string) {
 		_ = reply.Error(nc, req.Reply, code, field, msg)
 	}
-	tenant, err := events.ParseTenantSubject("memory.forget", req.Subject)
+	tenant, err := events.ParseForgetSubject(req.Subject)
 	if err != nil {
 		fail(400, "subject", err.Error())
 		return

@@ -200,15 +200,10 @@ func (g *Gateway) prepare(tenant string, in *nats.Msg) (pending, *Problem) {
 		return pending{}, problem(http.StatusBadRequest, "type",
 			fmt.Sprintf("unknown event type %q: want %s or %s", ev.Type(), events.TypeTurn, events.TypeSessionEnded))
 	}
-	subject, err := events.TurnSubject(tenant, sess)
+	msg, err := events.EventMsg(tenant, sess, ev)
 	if err != nil {
 		return pending{}, invalid(err)
 	}
-	msg, err := events.BinaryMsg(subject, ev)
-	if err != nil {
-		return pending{}, invalid(err)
-	}
-	msg.Header.Set(events.HeaderMsgID, events.MsgID(tenant, sess, ev.ID()))
 	return pending{msg: msg, id: ev.ID(), session: sess}, nil
 }
 

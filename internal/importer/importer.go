@@ -500,20 +500,10 @@ func (ru *run) session(ctx context.Context, key session.Key) (*sessionInfo, erro
 // message builds the NATS message of an event exactly as pkg/client publishes it: binary content
 // mode, ce-subject the session, Nats-Msg-Id <tenant>.<session>.<id>.
 func (ru *run) message(tenant, sess, id, typ string, at time.Time, data any) (*nats.Msg, error) {
-	subject, err := events.TurnSubject(tenant, sess)
+	msg, err := events.NewMsg(context.Background(), tenant, sess, id, typ, ru.im.cfg.Source, at, data)
 	if err != nil {
 		return nil, err
 	}
-	ev, err := events.NewEvent(id, typ, ru.im.cfg.Source, at, data)
-	if err != nil {
-		return nil, err
-	}
-	ev.SetSubject(sess)
-	msg, err := events.BinaryMsg(subject, ev)
-	if err != nil {
-		return nil, err
-	}
-	msg.Header.Set(events.HeaderMsgID, events.MsgID(tenant, sess, id))
 	if ru.im.nc == nil {
 		return msg, nil
 	}

@@ -31,11 +31,12 @@ type FeedEvent struct {
 	Data    json.RawMessage `json:"data"`
 }
 
-// feedKinds maps each subscribed subject root to the kind of its events.
-var feedKinds = []struct{ root, kind string }{
-	{"memory.pressure.", "pressure"},
-	{"memory.summaries.", "summary"},
-	{"memory.facts.", "fact"},
+// feedKinds maps each subscribed subject root, and the kind of event subject it starts
+// (events.ParseEventSubject), to the feed's kind of its events.
+var feedKinds = []struct{ root, subjectKind, kind string }{
+	{"memory.pressure.", events.KindPressure, "pressure"},
+	{"memory.summaries.", events.KindSummaries, "summary"},
+	{"memory.facts.", events.KindFacts, "fact"},
 }
 
 // handleEvents streams the tenant's memory events as Server-Sent Events, from a NATS
@@ -122,7 +123,7 @@ func feedEvent(m *nats.Msg) (FeedEvent, bool) {
 	}
 	fe := FeedEvent{Subject: m.Subject, Tenant: a.Tenant}
 	for _, k := range feedKinds {
-		if strings.HasPrefix(m.Subject, k.root) {
+		if a.Kind == k.subjectKind {
 			fe.Kind = k.kind
 		}
 	}

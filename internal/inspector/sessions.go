@@ -9,7 +9,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmem/agentmem/internal/archive"
@@ -446,23 +445,15 @@ func (i *Inspector) turns(ctx context.Context, h session.Header) (map[string]tur
 	}
 	out := map[string]turnText{}
 	err := archive.NewReader(i.js, i.cfg.Topology.TurnsStream()).Scan(ctx, subject, 1, 0, func(m *jetstream.RawStreamMsg) error {
-		ev, err := events.Decode(&nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data})
-		if err != nil || ev.Type() != events.TypeTurn {
-			return nil
-		}
-		turn, err := events.DecodeData[events.Turn](ev)
+		t, err := events.ReadStoredTurn(m)
 		if err != nil {
 			return nil
 		}
-		if _, dup := out[ev.ID()]; dup {
+		if _, dup := out[t.ID]; dup {
 			return nil // a late copy of an applied turn: the first one is the one applied
 		}
-		at := ev.Time()
-		if at.IsZero() {
-			at = m.Time
-		}
-		out[ev.ID()] = turnText{id: ev.ID(), session: h.Session, role: turn.Role, content: turn.Content,
-			tool: turn.Tool, metadata: turn.Metadata, seq: m.Sequence, at: at.UTC()}
+		out[t.ID] = turnText{id: t.ID, session: h.Session, role: t.Turn.Role, content: t.Turn.Content,
+			tool: t.Turn.Tool, metadata: t.Turn.Metadata, seq: t.Seq, at: t.Time}
 		return nil
 	})
 	if err != nil {
@@ -479,7 +470,7 @@ func (i *Inspector) pressures(ctx context.Context, key session.Key) ([]PressureV
 	}
 	out := []PressureView{}
 	err = archive.NewReader(i.js, i.cfg.Topology.PressureStream()).Scan(ctx, subject, 1, 0, func(m *jetstream.RawStreamMsg) error {
-		ev, err := events.Decode(&nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data})
+		ev, err := events.DecodeRaw(m)
 		if err != nil {
 			return nil
 		}

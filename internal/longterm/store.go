@@ -169,6 +169,44 @@ func SessionKey(tenant, user, session string) string {
 	return recordKey{tenant, user, kindSession, session}.String()
 }
 
+// Key is what a long-term key names: a record's owner, kind and id.
+type Key struct {
+	Tenant, User string
+	// Kind is the record's kind token: "f" a fact, "s" a summary, "x" a session, "k" the slot of
+	// a fact's stable key.
+	Kind string
+	// ID is the record's id; it may hold dots.
+	ID string
+}
+
+// ParseKey parses a long-term key, "<tenant>.<user>.<kind>.<id>" (FactKey, SummaryKey,
+// SessionKey), as the bucket's watchers and listings see it. Its error wraps events.ErrInvalid
+// and says what is wrong: the number of tokens, the tenant, the user, the kind or the id.
+func ParseKey(key string) (Key, error) {
+	parts := strings.SplitN(key, ".", 4)
+	if len(parts) != 4 {
+		return Key{}, fmt.Errorf("long-term key %q: %w", key,
+			&events.FieldError{Message: "want <tenant>.<user>.<kind>.<id>"})
+	}
+	k := Key{Tenant: parts[0], User: parts[1], Kind: parts[2], ID: parts[3]}
+	if err := events.ValidateToken("tenant", k.Tenant); err != nil {
+		return Key{}, fmt.Errorf("long-term key %q: %w", key, err)
+	}
+	if err := events.ValidateToken("user", k.User); err != nil {
+		return Key{}, fmt.Errorf("long-term key %q: %w", key, err)
+	}
+	switch k.Kind {
+	case kindFact, kindSlot, kindSummary, kindSession:
+	default:
+		return Key{}, fmt.Errorf("long-term key %q: %w", key,
+			&events.FieldError{Field: "kind", Message: fmt.Sprintf("%q is not one of f, k, s, x", k.Kind)})
+	}
+	if k.ID == "" {
+		return Key{}, fmt.Errorf("long-term key %q: %w", key, &events.FieldError{Field: "id", Message: "must not be empty"})
+	}
+	return k, nil
+}
+
 // check reports whether the decoded record v (a *Fact, *Summary, *SessionRef or *slot) belongs
 // under k; nil when it does.
 func (s *Store) check(k recordKey, v any) *integrity.Error {

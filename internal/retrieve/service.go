@@ -125,7 +125,7 @@ func (s *Service) Start(ctx context.Context) error {
 		if err != nil || fe.Op != events.FactForgotten {
 			return
 		}
-		if tenant, user, ok := splitTwo(strings.TrimPrefix(m.Subject, "memory.facts.")); ok {
+		if tenant, user, err := events.ParseKindSubject(events.KindFacts, m.Subject); err == nil {
 			s.users.drop(userKey{tenant, user})
 		}
 	})
@@ -148,7 +148,7 @@ func (s *Service) Start(ctx context.Context) error {
 		r := reply.From(req)
 		// Answer only where an answer can do no harm, and spend nothing on a request that
 		// cannot be answered (package reply).
-		tenant, _ := events.ParseTenantSubject("memory.retrieve", r.Subject)
+		tenant, _ := events.ParseRetrieveSubject(r.Subject)
 		if err := reply.Check(tenant, r.Reply); err != nil {
 			s.cfg.Metrics.Refused("retrieve")
 			s.log.Debug().Err(err).Str("subject", r.Subject).Msg("request refused")
@@ -213,7 +213,7 @@ func (s *Service) handle(ctx context.Context, req reply.Request) {
 }
 
 func (s *Service) serve(ctx context.Context, subject string, body []byte) (events.RetrieveReply, *Error) {
-	tenant, err := events.ParseTenantSubject("memory.retrieve", subject)
+	tenant, err := events.ParseRetrieveSubject(subject)
 	if err != nil {
 		return events.RetrieveReply{}, &Error{Code: 400, Field: "subject", Message: err.Error()}
 	}
@@ -631,11 +631,6 @@ func bodyTenant(body []byte) (string, bool) {
 		return "", false
 	}
 	return *b.Tenant, true
-}
-
-func splitTwo(s string) (string, string, bool) {
-	a, b, ok := strings.Cut(s, ".")
-	return a, b, ok && a != "" && b != "" && !strings.Contains(b, ".")
 }
 
 func round(f float64) float64 {

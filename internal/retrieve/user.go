@@ -455,9 +455,8 @@ func (s *Service) watch(ctx context.Context, js jetstream.JetStream) error {
 				if e == nil {
 					continue
 				}
-				parts := strings.SplitN(e.Key(), ".", 3)
-				if len(parts) == 3 {
-					s.users.markLong(userKey{parts[0], parts[1]})
+				if k, err := longterm.ParseKey(e.Key()); err == nil {
+					s.users.markLong(userKey{k.Tenant, k.User})
 				}
 			case e, ok := <-sw.Updates():
 				if !ok {
@@ -466,8 +465,8 @@ func (s *Service) watch(ctx context.Context, js jetstream.JetStream) error {
 				if e == nil {
 					continue
 				}
-				if t, sn, found := strings.Cut(e.Key(), "."); found {
-					s.users.markSession(t, sn)
+				if k, err := session.ParseKey(e.Key()); err == nil {
+					s.users.markSession(k.Tenant, k.Session)
 				}
 			}
 		}
@@ -486,16 +485,16 @@ func (s *Service) followVector(e jetstream.KeyValueEntry) {
 		return
 	}
 	emb := s.queryEmbedder()
-	parts := strings.Split(e.Key(), ".")
-	if len(parts) != 4 || parts[2] != embedder.ModelToken(emb.Name()) {
+	k, err := embedder.ParseKey(e.Key())
+	if err != nil || k.Model != embedder.ModelToken(emb.Name()) {
 		return
 	}
-	uv := s.users.peek(userKey{parts[0], parts[1]})
+	uv := s.users.peek(userKey{k.Tenant, k.User})
 	if uv == nil {
 		return
 	}
 	if e.Operation() != jetstream.KeyValuePut {
-		if id, ok := embedder.EntryID(parts[3]); ok {
+		if id, ok := k.ID(); ok {
 			uv.vecs.remove(id)
 		}
 		return

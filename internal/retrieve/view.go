@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmem/agentmem/internal/archive"
@@ -163,27 +162,16 @@ func (v *view) fill(ctx context.Context, reader *archive.Reader, visible []memor
 }
 
 func decodeTurn(m *jetstream.RawStreamMsg) (turnText, error) {
-	ev, err := events.Decode(&nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data})
+	t, err := events.ReadStoredTurn(m)
 	if err != nil {
 		return turnText{}, err
 	}
-	if ev.Type() != events.TypeTurn {
-		return turnText{}, fmt.Errorf("not a turn: %s", ev.Type())
-	}
-	turn, err := events.DecodeData[events.Turn](ev)
-	if err != nil {
-		return turnText{}, err
-	}
-	md := turn.Metadata
-	if turn.Tool != "" {
+	md := t.Turn.Metadata
+	if t.Turn.Tool != "" {
 		md = clone(md)
-		md["tool"] = turn.Tool
+		md["tool"] = t.Turn.Tool
 	}
-	at := ev.Time()
-	if at.IsZero() {
-		at = m.Time
-	}
-	return turnText{id: ev.ID(), content: turn.Content, metadata: md, role: turn.Role, at: at.UTC()}, nil
+	return turnText{id: t.ID, content: t.Turn.Content, metadata: md, role: t.Turn.Role, at: t.Time}, nil
 }
 
 func clone(m map[string]any) map[string]any {

@@ -151,8 +151,10 @@ func (c *Client) publish(ctx context.Context, session, id, typ string, at time.T
 // message is the event to publish on the session's turns subject, with its Nats-Msg-Id and the
 // trace context of ctx.
 func (c *Client) message(ctx context.Context, session, id, typ string, at time.Time, data any) (*nats.Msg, error) {
-	subject, err := events.TurnSubject(c.opts.Tenant, session)
-	if err != nil {
+	if !c.opts.Structured {
+		return events.NewMsg(ctx, c.opts.Tenant, session, id, typ, c.opts.Source, at, data)
+	}
+	if _, err := events.TurnSubject(c.opts.Tenant, session); err != nil {
 		return nil, err
 	}
 	ev, err := events.NewEvent(id, typ, c.opts.Source, at, data)
@@ -161,17 +163,7 @@ func (c *Client) message(ctx context.Context, session, id, typ string, at time.T
 	}
 	ev.SetSubject(session)
 	events.SetTraceContext(ctx, &ev)
-	var msg *nats.Msg
-	if c.opts.Structured {
-		msg, err = events.StructuredMsg(subject, ev)
-	} else {
-		msg, err = events.BinaryMsg(subject, ev)
-	}
-	if err != nil {
-		return nil, err
-	}
-	msg.Header.Set(events.HeaderMsgID, events.MsgID(c.opts.Tenant, session, id))
-	return msg, nil
+	return events.StructuredEventMsg(c.opts.Tenant, session, ev)
 }
 
 // publishRetrying publishes msg until it is stored, it is refused, or the deadline passes: the

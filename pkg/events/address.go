@@ -65,6 +65,12 @@ func ParseEventSubject(subject string) (EventAddress, error) {
 	return addr, nil
 }
 
+// Subject returns the unpartitioned subject memory.<kind>.<tenant>.<key> the address names. It
+// does not validate: an address from ParseEventSubject is valid.
+func (a EventAddress) Subject() string {
+	return "memory." + a.Kind + "." + a.Tenant + "." + a.Key
+}
+
 // ParseKindSubject parses an event subject of one kind and returns its tenant and key.
 func ParseKindSubject(kind, subject string) (tenant, key string, err error) {
 	a, err := ParseEventSubject(subject)

@@ -1,6 +1,7 @@
 package events_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -81,4 +82,41 @@ func ExampleParseTurnSubject() {
 	// error: turn subject "memory.turns.acme.s1.extra": has 3 tokens after the prefix, want 2 (<tenant>.<session>)
 	// error: turn subject "memory.turns.a.b.c.d": has 4 tokens after the prefix, want 2 (<tenant>.<session>)
 	// error: turn subject "memory.turns.acme.bad*session": session "bad*session": must match [A-Za-z0-9_-]{1,64}
+}
+
+func ExampleNewMsg() {
+	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	msg, err := events.NewMsg(context.Background(), "acme", "s1", "sum_0f1e", events.TypeSummary, "agentmem/compressor", at,
+		events.Summary{Session: "s1", User: "u1", SummaryID: "sum_0f1e", Content: "[Conversation summary] …"})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(msg.Subject)
+	fmt.Println(msg.Header.Get(events.HeaderMsgID))
+	fmt.Println(msg.Header.Get("ce-subject"))
+	// Output:
+	// memory.summaries.acme.s1
+	// acme.s1.sum_0f1e
+	// s1
+}
+
+func ExampleParseEventSubject() {
+	for _, subject := range []string{
+		"memory.pressure.acme.s1",
+		"3.memory.summaries.acme.s1",
+		"memory.facts.acme.alice",
+		"memory.retrieve.acme",
+	} {
+		a, err := events.ParseEventSubject(subject)
+		if err != nil {
+			fmt.Println("error:", err)
+			continue
+		}
+		fmt.Printf("kind=%s tenant=%s key=%s partition=%d\n", a.Kind, a.Tenant, a.Key, a.Partition)
+	}
+	// Output:
+	// kind=pressure tenant=acme key=s1 partition=-1
+	// kind=summaries tenant=acme key=s1 partition=3
+	// kind=facts tenant=acme key=alice partition=-1
+	// error: subject "memory.retrieve.acme": unknown kind "retrieve": want turns, pressure, summaries, facts or dlq
 }

@@ -153,6 +153,45 @@ func (a TurnAddress) Subject() string {
 	return subjRootTurns + "." + a.Tenant + "." + a.Session
 }
 
+// Subjects the request-reply endpoints listen on, one token per tenant.
+const (
+	// RetrieveSubjects is memory.retrieve.*, the retriever's endpoint.
+	RetrieveSubjects = subjRootRetrieve + ".*"
+	// ForgetSubjects is memory.forget.*, the forget endpoint.
+	ForgetSubjects = subjRootForget + ".*"
+)
+
+// ParseRetrieveSubject returns the tenant of memory.retrieve.<tenant>. Its error wraps
+// ErrInvalid and says whether the prefix, the number of tokens or the tenant is wrong.
+func ParseRetrieveSubject(subject string) (string, error) {
+	return ParseTenantSubject(subjRootRetrieve, subject)
+}
+
+// ParseForgetSubject returns the tenant of memory.forget.<tenant>. Its error wraps ErrInvalid
+// and says whether the prefix, the number of tokens or the tenant is wrong.
+func ParseForgetSubject(subject string) (string, error) {
+	return ParseTenantSubject(subjRootForget, subject)
+}
+
+// ParseDeadLetterSubject returns the tenant and session of a dead-letter subject,
+// memory.dlq.<tenant>.<session>, or two empty strings for memory.dlq._ (a dead letter whose
+// original subject could not be parsed): the inverse of DeadLetterSubject. Its error wraps
+// ErrInvalid and says what is wrong: the prefix, the number of tokens, the tenant or the
+// session.
+func ParseDeadLetterSubject(subject string) (tenant, session string, err error) {
+	if subject == subjRootDLQ+"._" {
+		return "", "", nil
+	}
+	if !strings.HasPrefix(subject, subjRootDLQ+".") {
+		return "", "", fmt.Errorf("dead-letter subject %s: %w", quoteValue(subject), invalidError("want prefix "+subjRootDLQ))
+	}
+	a, err := ParseEventSubject(subject)
+	if err != nil {
+		return "", "", err
+	}
+	return a.Tenant, a.Key, nil
+}
+
 // ParseTenantSubject returns the tenant of a subject of the form
 // <prefix>.<tenant>, e.g. ParseTenantSubject("memory.retrieve",
 // "memory.retrieve.acme") returns "acme". Its error wraps ErrInvalid and says

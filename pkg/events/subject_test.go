@@ -186,3 +186,80 @@ func FuzzParseTurnSubject(f *testing.F) {
 		}
 	})
 }
+
+func TestParseServiceSubjects(t *testing.T) {
+	tests := []struct {
+		name    string
+		parse   func(string) (string, error)
+		subject string
+		want    string
+		errHas  string
+	}{
+		{"retrieve", ParseRetrieveSubject, "memory.retrieve.acme", "acme", ""},
+		{"retrieve other root", ParseRetrieveSubject, "memory.forget.acme", "", "want prefix memory.retrieve"},
+		{"retrieve two tokens", ParseRetrieveSubject, "memory.retrieve.acme.s1", "", "exactly one token"},
+		{"retrieve wildcard", ParseRetrieveSubject, RetrieveSubjects, "", `tenant "*"`},
+		{"retrieve empty", ParseRetrieveSubject, "", "", "want prefix"},
+		{"forget", ParseForgetSubject, "memory.forget.t-1", "t-1", ""},
+		{"forget other root", ParseForgetSubject, "memory.retrieve.acme", "", "want prefix memory.forget"},
+		{"forget bad tenant", ParseForgetSubject, "memory.forget.a$b", "", `tenant "a$b"`},
+		{"forget no tenant", ParseForgetSubject, "memory.forget", "", "want prefix"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.parse(tt.subject)
+			if tt.errHas == "" {
+				if err != nil || got != tt.want {
+					t.Fatalf("%q: %q, %v; want %q", tt.subject, got, err, tt.want)
+				}
+				return
+			}
+			if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.errHas) {
+				t.Fatalf("%q: %q, %v; want ErrInvalid mentioning %q", tt.subject, got, err, tt.errHas)
+			}
+		})
+	}
+	for _, build := range []func(string) (string, error){RetrieveSubject, ForgetSubject} {
+		s, err := build("acme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, errR := ParseRetrieveSubject(s)
+		f, errF := ParseForgetSubject(s)
+		if (errR == nil) == (errF == nil) || r+f != "acme" {
+			t.Errorf("%q parsed as retrieve %q %v, forget %q %v", s, r, errR, f, errF)
+		}
+	}
+}
+
+func TestParseDeadLetterSubject(t *testing.T) {
+	tests := []struct {
+		subject, tenant, session, errHas string
+	}{
+		{"memory.dlq.acme.s1", "acme", "s1", ""},
+		{"memory.dlq._", "", "", ""},
+		{"memory.dlq.acme", "", "", "want 2"},
+		{"memory.dlq.acme.s1.x", "", "", "want 2"},
+		{"memory.dlq.a%b.s1", "", "", `tenant "a%b"`},
+		{"memory.dlq.acme.*", "", "", `session "*"`},
+		{"3.memory.dlq.acme.s1", "", "", "want prefix memory.dlq"},
+		{"memory.turns.acme.s1", "", "", "want prefix memory.dlq"},
+		{"memory.dlq", "", "", "want prefix memory.dlq"},
+		{"", "", "", "want prefix memory.dlq"},
+	}
+	for _, tt := range tests {
+		tenant, sess, err := ParseDeadLetterSubject(tt.subject)
+		if tt.errHas == "" {
+			if err != nil || tenant != tt.tenant || sess != tt.session {
+				t.Errorf("%q: %q %q %v; want %q %q", tt.subject, tenant, sess, err, tt.tenant, tt.session)
+			}
+			if back := DeadLetterSubject(tenant, sess); back != tt.subject {
+				t.Errorf("%q rebuilds to %q", tt.subject, back)
+			}
+			continue
+		}
+		if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.errHas) {
+			t.Errorf("%q: %q %q %v; want ErrInvalid mentioning %q", tt.subject, tenant, sess, err, tt.errHas)
+		}
+	}
+}

@@ -1,0 +1,90 @@
+package events
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Reading events back from a stream.
+//
+// The turns stream is agentmem's archive: compression, extraction, retrieval, the inspector and
+// the embedder's backfill read turns back from it by sequence. A turn's time is its event's time
+// attribute, or the time JetStream stored it when the publisher set none (see the contract,
+// "Time"); StoredTime and ReadStoredTurn apply that rule in one place.
+
+// ErrNotTurn is returned by DecodeStoredTurn and ReadStoredTurn for a valid event of another
+// type than agentmem.turn.v1 (a session end shares the turns subject). It does not wrap
+// ErrInvalid: the message is not bad input, only not a turn.
+var ErrNotTurn = errors.New("events: not a turn")
+
+// StoredTurn is a turn read back from the turns stream.
+type StoredTurn struct {
+	// Event is the decoded CloudEvent, for its extensions (the trace context).
+	Event event.Event
+	// ID is the event's id, the turn's identity within its session.
+	ID string
+	// Turn is the event's data.
+	Turn Turn
+	// Time is when the turn happened (see StoredTime), in UTC.
+	Time time.Time
+	// Seq is the message's stream sequence; 0 when DecodeStoredTurn was not given one.
+	Seq uint64
+}
+
+// StoredTime returns when the event happened: its time attribute, or stored (the time the stream
+// stored the message) when it has none; in UTC.
+func StoredTime(ev event.Event, stored time.Time) time.Time {
+	at := ev.Time()
+	if at.IsZero() {
+		at = stored
+	}
+	return at.UTC()
+}
+
+// DecodeStoredTurn decodes a turn stored on the turns stream: the message's subject, headers and
+// body, and the time the stream stored it. It does not validate the turn (ingest did, before
+// applying it). Its error wraps ErrInvalid when the message is not a valid event or its data is
+// not a turn, and ErrNotTurn when it is a valid event of another type.
+func DecodeStoredTurn(subject string, h nats.Header, data []byte, stored time.Time) (StoredTurn, error) {
+	ev, err := Decode(&nats.Msg{Subject: subject, Header: h, Data: data})
+	if err != nil {
+		return StoredTurn{}, err
+	}
+	if ev.Type() != TypeTurn {
+		return StoredTurn{}, fmt.Errorf("%w: %s", ErrNotTurn, ev.Type())
+	}
+	turn, err := DecodeData[Turn](ev)
+	if err != nil {
+		return StoredTurn{}, err
+	}
+	return StoredTurn{Event: ev, ID: ev.ID(), Turn: turn, Time: StoredTime(ev, stored)}, nil
+}
+
+// ReadStoredTurn is DecodeStoredTurn for a message read from the stream with a direct get (as
+// archive.Reader does); it also sets Seq. It fails like DecodeStoredTurn, and wraps ErrInvalid
+// for a nil message.
+func ReadStoredTurn(m *jetstream.RawStreamMsg) (StoredTurn, error) {
+	if m == nil {
+		return StoredTurn{}, fmt.Errorf("decoding event: %w", invalidError("no message"))
+	}
+	t, err := DecodeStoredTurn(m.Subject, m.Header, m.Data, m.Time)
+	if err != nil {
+		return StoredTurn{}, err
+	}
+	t.Seq = m.Sequence
+	return t, nil
+}
+
+// DecodeRaw decodes the event of a message read from a stream with a direct get. It fails like
+// Decode.
+func DecodeRaw(m *jetstream.RawStreamMsg) (event.Event, error) {
+	if m == nil {
+		return Decode(nil)
+	}
+	return Decode(&nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data})
+}

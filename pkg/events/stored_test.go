@@ -1,0 +1,136 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func TestStoredTime(t *testing.T) {
+	cet := time.FixedZone("CET", 3600)
+	stored := time.Date(2026, 12, 1, 9, 0, 0, 5, cet)
+	ev, _ := NewEvent("a", TypeTurn, "src", time.Time{}, nil)
+	if got := StoredTime(ev, stored); !got.Equal(stored) || got.Location() != time.UTC {
+		t.Errorf("no event time: %v, want %v in UTC", got, stored)
+	}
+	at := time.Date(2026, 11, 30, 10, 0, 0, 0, cet)
+	ev.SetTime(at)
+	if got := StoredTime(ev, stored); !got.Equal(at) || got.Location() != time.UTC {
+		t.Errorf("event time: %v, want %v in UTC", got, at)
+	}
+}
+
+func TestDecodeStoredTurn(t *testing.T) {
+	cet := time.FixedZone("CET", 3600)
+	stored := time.Date(2026, 12, 1, 9, 0, 0, 0, cet)
+	at := time.Date(2026, 11, 30, 10, 0, 0, 0, cet)
+	msg := func(id, typ string, t time.Time, data any) *nats.Msg {
+		m, err := NewMsg(context.Background(), "acme", "s1", id, typ, "src", t, data)
+		if err != nil {
+			panic(err)
+		}
+		return m
+	}
+	bad := msg("t3", TypeTurn, at, Turn{Role: RoleUser, Content: "x"})
+	bad.Data = []byte(`{"role":"user","content":7}`)
+	tests := []struct {
+		name     string
+		msg      *nats.Msg
+		id       string
+		time     time.Time
+		notTurn  bool
+		invalid  bool
+		contains string
+	}{
+		{name: "with time", msg: msg("t1", TypeTurn, at, Turn{Role: RoleUser, Content: "hello", Tool: ""}), id: "t1", time: at},
+		{name: "without time", msg: msg("t2", TypeTurn, time.Time{}, Turn{Role: RoleTool, Content: "42", Tool: "calc"}), id: "t2", time: stored},
+		{name: "session end", msg: msg("e1", TypeSessionEnded, at, SessionEnded{User: "u"}), notTurn: true, contains: TypeSessionEnded},
+		{name: "data not a turn", msg: bad, invalid: true, contains: "content"},
+		{name: "not an event", msg: &nats.Msg{Subject: "memory.turns.acme.s1", Data: []byte("hello")}, invalid: true, contains: "ce-specversion"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := DecodeStoredTurn(tt.msg.Subject, tt.msg.Header, tt.msg.Data, stored)
+			switch {
+			case tt.notTurn || tt.invalid:
+				if err == nil || errors.Is(err, ErrNotTurn) != tt.notTurn || errors.Is(err, ErrInvalid) != tt.invalid ||
+					!strings.Contains(err.Error(), tt.contains) {
+					t.Fatalf("got %+v, %v; want not-turn %v, invalid %v, mentioning %q", got, err, tt.notTurn, tt.invalid, tt.contains)
+				}
+			case err != nil:
+				t.Fatal(err)
+			default:
+				if got.ID != tt.id || got.Event.ID() != tt.id || !got.Time.Equal(tt.time) || got.Time.Location() != time.UTC || got.Seq != 0 {
+					t.Errorf("got id %q time %v seq %d; want %q %v", got.ID, got.Time, got.Seq, tt.id, tt.time)
+				}
+			}
+		})
+	}
+}
+
+// ReadStoredTurn reads what a real stream stored: the stream's time stands in for a missing event
+// time, and the sequence comes with the turn.
+func TestReadStoredTurnFromStream(t *testing.T) {
+	nc := runJetStream(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "TURNS", Subjects: []string{TurnsSubjects}, AllowDirect: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	for _, m := range []struct {
+		id, typ string
+		t       time.Time
+		data    any
+	}{
+		{"t1", TypeTurn, at, Turn{Role: RoleUser, Content: "hello", User: "u"}},
+		{"t2", TypeTurn, time.Time{}, Turn{Role: RoleAssistant, Content: "hi"}},
+		{"e1", TypeSessionEnded, time.Time{}, SessionEnded{User: "u"}},
+	} {
+		msg, err := NewMsg(ctx, "acme", "s1", m.id, m.typ, "src", m.t, m.data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := js.PublishMsg(ctx, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw := func(seq uint64) *jetstream.RawStreamMsg {
+		m, err := stream.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	got, err := ReadStoredTurn(raw(1))
+	if err != nil || got.ID != "t1" || got.Seq != 1 || !got.Time.Equal(at) || got.Turn.Content != "hello" || got.Turn.User != "u" {
+		t.Errorf("seq 1: %+v, %v", got, err)
+	}
+	m2 := raw(2)
+	got, err = ReadStoredTurn(m2)
+	if err != nil || got.ID != "t2" || got.Seq != 2 || !got.Time.Equal(m2.Time) || got.Time.Location() != time.UTC || got.Turn.Role != RoleAssistant {
+		t.Errorf("seq 2: %+v, %v; want the stored time %v", got, err, m2.Time)
+	}
+	if _, err := ReadStoredTurn(raw(3)); !errors.Is(err, ErrNotTurn) || errors.Is(err, ErrInvalid) {
+		t.Errorf("session end: %v, want ErrNotTurn only", err)
+	}
+	if ev, err := DecodeRaw(raw(3)); err != nil || ev.Type() != TypeSessionEnded {
+		t.Errorf("DecodeRaw: %v, %v", ev, err)
+	}
+	if _, err := ReadStoredTurn(nil); !errors.Is(err, ErrInvalid) {
+		t.Errorf("nil message: %v", err)
+	}
+	if _, err := DecodeRaw(nil); !errors.Is(err, ErrInvalid) {
+		t.Errorf("DecodeRaw(nil): %v", err)
+	}
+}

@@ -261,6 +261,9 @@ func (w *Worker) handle(ctx context.Context, e worker.Event, p events.Pressure) 
 			case <-ctx.Done():
 				t.Stop()
 				return err
+			case <-worker.Stopping(ctx):
+				t.Stop()
+				return err
 			case <-t.C:
 			}
 			continue

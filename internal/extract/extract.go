@@ -406,6 +406,8 @@ func (w *Worker) awaitIngest(ctx context.Context, k session.Key, seq uint64) err
 			}
 		case <-wctx.Done():
 			return fmt.Errorf("%w: %s at %d", errNotApplied, k, seq)
+		case <-worker.Stopping(ctx):
+			return fmt.Errorf("%w: %s at %d (stopping)", errNotApplied, k, seq)
 		}
 	}
 }

@@ -157,7 +157,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				w.handle(m)
+				w.handle(ctx.Done(), m)
 			}()
 		}
 		var waiting []jetstream.Msg // fetched ahead, not skipped: handled as handlers free up
@@ -195,6 +195,19 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
+// stoppingKey is the context key of the channel closed when the worker stops.
+type stoppingKey struct{}
+
+// Stopping returns a channel closed when the worker running the handler of ctx stops (nil, never
+// closed, outside a handler). A handler's own context is not cancelled then: work in flight is
+// finished. A handler that only waits (for another stage's result) stops waiting and fails, so
+// that its message is retried later, by this process or another one, instead of holding the
+// shutdown.
+func Stopping(ctx context.Context) <-chan struct{} {
+	ch, _ := ctx.Value(stoppingKey{}).(<-chan struct{})
+	return ch
+}
+
 // skipAhead is how many messages a consumer with Skip fetches at once, free handlers or not.
 const skipAhead = 256
 
@@ -208,13 +221,13 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-func (w *Worker) handle(m jetstream.Msg) {
+func (w *Worker) handle(stopping <-chan struct{}, m jetstream.Msg) {
 	meta, err := m.Metadata()
 	if err != nil {
 		_ = m.Term()
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), stoppingKey{}, stopping), w.cfg.Timeout)
 	defer cancel()
 	release := hold([]jetstream.Msg{m}, w.cfg.Heartbeat)
 	err = protect(func() error { return w.handler(ctx, m) })

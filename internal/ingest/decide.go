@@ -249,11 +249,7 @@ func (w *Worker) decide(st *session.State, m message, fx *effects) (bad string) 
 		trace.SpanFromContext(fx.trace).SetAttributes(attribute.Bool("agentmem.duplicate", true))
 		return ""
 	}
-	at := ev.Time()
-	if at.IsZero() {
-		at = m.stored
-	}
-	at = at.UTC()
+	at := events.StoredTime(ev, m.stored)
 	switch ev.Type() {
 	case events.TypeTurn:
 		turn, err := events.DecodeData[events.Turn](ev)

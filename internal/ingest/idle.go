@@ -186,20 +186,11 @@ func (t *idleTracker) end(ctx context.Context, k session.Key, s idleSession) err
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	id := IdleEndID(s.lastSeq)
-	ev, err := events.NewEvent(id, events.TypeSessionEnded, t.w.cfg.Source, s.lastAt.Add(t.w.cfg.IdleTimeout), events.SessionEnded{User: s.user})
+	msg, err := events.NewMsg(ctx, k.Tenant, k.Session, id, events.TypeSessionEnded, t.w.cfg.Source,
+		s.lastAt.Add(t.w.cfg.IdleTimeout), events.SessionEnded{User: s.user})
 	if err != nil {
 		return err
 	}
-	ev.SetSubject(k.Session)
-	subject, err := events.TurnSubject(k.Tenant, k.Session)
-	if err != nil {
-		return err
-	}
-	msg, err := events.BinaryMsg(subject, ev)
-	if err != nil {
-		return err
-	}
-	msg.Header.Set(events.HeaderMsgID, events.MsgID(k.Tenant, k.Session, id))
 	if _, err := t.w.js.PublishMsg(ctx, msg); err != nil {
 		return fmt.Errorf("publishing idle end of %s: %w", k, err)
 	}

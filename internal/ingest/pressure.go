@@ -149,22 +149,7 @@ func (w *Worker) checkPressure(st *session.State, trigger memory.Entry, storedAt
 }
 
 func (w *Worker) pressureMsg(ctx context.Context, k session.Key, id string, at time.Time, body events.Pressure) (*nats.Msg, error) {
-	ev, err := events.NewEvent(id, events.TypePressure, w.cfg.Source, at, body)
-	if err != nil {
-		return nil, err
-	}
-	events.SetTraceContext(ctx, &ev)
-	ev.SetSubject(k.Session)
-	subject, err := events.PressureSubject(k.Tenant, k.Session)
-	if err != nil {
-		return nil, err
-	}
-	msg, err := events.BinaryMsg(subject, ev)
-	if err != nil {
-		return nil, err
-	}
-	msg.Header.Set(events.HeaderMsgID, events.MsgID(k.Tenant, k.Session, id))
-	return msg, nil
+	return events.NewMsg(ctx, k.Tenant, k.Session, id, events.TypePressure, w.cfg.Source, at, body)
 }
 
 // repressure re-emits the pressure event of a session's latest named range whose summary has not

@@ -286,7 +286,11 @@ func (inv *Inventory) sessions(ctx context.Context, tenant string, get func(stri
 		if err := json.Unmarshal(value, &h); err != nil {
 			return fmt.Errorf("decoding session header %q: %w", key, err)
 		}
-		name, _, _ := strings.Cut(key, ".")
+		sk, err := session.ParseKey(key)
+		if err != nil {
+			return nil // not a session's key: counted nowhere
+		}
+		name := sk.Tenant
 		t := get(name)
 		c := headerCount{turns: int32(h.Turns), rejected: int32(h.Rejected)}
 		switch {
@@ -347,7 +351,11 @@ func (inv *Inventory) facts(ctx context.Context, tenant string, get func(string)
 		if err := json.Unmarshal(value, &f); err != nil {
 			return fmt.Errorf("decoding fact %q: %w", key, err)
 		}
-		name, _, _ := strings.Cut(key, ".")
+		sk, err := longterm.ParseKey(key)
+		if err != nil {
+			return nil // not a fact's key: counted nowhere
+		}
+		name := sk.Tenant
 		t := get(name)
 		state := factActive
 		switch {

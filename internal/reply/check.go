@@ -23,15 +23,11 @@ var ErrRefused = errors.New("reply: reply subject refused")
 // refused, and so is an empty reply subject: a request nobody can receive the answer to is not
 // served, so it spends nothing of the tenant's budget.
 func Check(tenant, to string) error {
-	first, _, _ := strings.Cut(to, ".")
+	under := func(prefix string) bool { return strings.HasPrefix(to, prefix+".") && len(to) > len(prefix)+1 }
 	switch {
 	case to == "":
 		return fmt.Errorf("%w: the request has no reply subject", ErrRefused)
-	case first == "_R_" && len(to) > len("_R_."):
-		return nil
-	case first == "_INBOX" && len(to) > len("_INBOX."):
-		return nil
-	case first == "_INBOX_"+tenant && len(to) > len(first)+1:
+	case under("_R_"), under("_INBOX"), under("_INBOX_" + tenant):
 		return nil
 	}
 	return fmt.Errorf("%w: %q is not an inbox of tenant %q", ErrRefused, to, tenant)

@@ -376,8 +376,11 @@ func (st *Store) List(ctx context.Context, fn func(Header) error) error {
 		if !ok {
 			continue
 		}
-		tenant, sess, _ := strings.Cut(strings.TrimPrefix(subj, prefix), ".")
-		h, cerr := st.checkHeader(Key{Tenant: tenant, Session: sess}, data)
+		k, err := ParseKey(strings.TrimPrefix(subj, prefix))
+		if err != nil {
+			continue // not a session's key
+		}
+		h, cerr := st.checkHeader(k, data)
 		if cerr != nil {
 			st.rep.Report(cerr)
 			continue
@@ -436,8 +439,8 @@ func (st *Store) WatchCommits(ctx context.Context, fn func(Key)) error {
 				if e == nil {
 					continue
 				}
-				if tenant, sess, found := strings.Cut(e.Key(), "."); found {
-					fn(Key{Tenant: tenant, Session: sess})
+				if k, err := ParseKey(e.Key()); err == nil {
+					fn(k)
 				}
 			}
 		}

@@ -353,3 +353,32 @@ func ExampleClient_PublishBatch() {
 	// - [2025-03-14 09:30, user] I live in Lyon
 	// - [2025-03-14 09:30, assistant] Lyon, noted.
 }
+
+// Forget removes everything agentmem holds of a user and says how much of each kind it removed.
+// ForgetFact deletes one fact and Correct supersedes one; their errors are *ServiceError (404
+// for a fact the user does not have).
+func ExampleClient_Forget() {
+	url, stop := runMemoryd()
+	defer stop()
+
+	nc, err := nats.Connect(url)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer nc.Close()
+	mem, err := client.New(nc, client.Options{Tenant: "acme", Timeout: time.Minute})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := mem.Publish(ctx, client.Turn{Session: "s1", User: "alice", Role: "user", Content: "I live in Lisbon."}); err != nil {
+		log.Fatal(err)
+	}
+	reply, err := mem.Forget(ctx, "alice")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("turns forgotten:", reply.Forgotten["turns"])
+	// Output:
+	// turns forgotten: 1
+}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/usage"
+	"github.com/agentmem/agentmem/internal/view"
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
 )
@@ -28,24 +28,16 @@ func forgetCommand(out io.Writer) *ffcli.Command {
 			if user == "" {
 				return errors.New("--user is required")
 			}
-			nc, err := c.conn.Connect("memctl")
+			cl, closeConn, err := c.client()
 			if err != nil {
 				return err
 			}
-			defer nc.Close()
-			body, _ := json.Marshal(events.ForgetRequest{User: user})
+			defer closeConn()
 			ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 			defer cancel()
-			m, err := nc.RequestWithContext(ctx, "memory.forget."+c.tenant, body)
+			reply, err := cl.Forget(ctx, user)
 			if err != nil {
-				return fmt.Errorf("requesting memory.forget.%s: %w", c.tenant, err)
-			}
-			if code := m.Header.Get("Nats-Service-Error-Code"); code != "" {
-				return fmt.Errorf("forget failed (%s): %s", code, m.Header.Get("Nats-Service-Error"))
-			}
-			var reply events.ForgetReply
-			if err := json.Unmarshal(m.Data, &reply); err != nil {
-				return fmt.Errorf("decoding reply: %w", err)
+				return fmt.Errorf("forget failed: %w", err)
 			}
 			return c.print(reply, func(w io.Writer) {
 				keys := make([]string, 0, len(reply.Forgotten))
@@ -105,28 +97,25 @@ func factsCommand(out io.Writer) *ffcli.Command {
 			if err != nil {
 				return err
 			}
-			facts := recs.Facts
-			if !history {
-				facts = slices.DeleteFunc(facts, func(f longterm.Fact) bool { return !f.Live() })
-			}
-			slices.SortFunc(facts, func(a, b longterm.Fact) int { return a.ValidFrom.Compare(b.ValidFrom) })
-			total := len(facts)
+			views := view.Facts(recs.Facts, history)
+			total := len(views)
 			from := min(max(page-1, 0)*size, total)
-			facts = facts[from:min(from+size, total)]
-			if facts == nil {
-				facts = []longterm.Fact{}
+			views = views[from:min(from+size, total)]
+			facts := make([]longterm.Fact, 0, len(views))
+			for _, v := range views {
+				facts = append(facts, v.Stored)
 			}
 			return c.print(map[string]any{"facts": facts, "total": total, "page": page}, func(w io.Writer) {
 				if total == 0 {
 					fmt.Fprintln(w, "no facts")
 				}
-				for _, f := range facts {
-					state := "live"
-					switch {
-					case f.Deleted:
-						state = "deleted"
-					case f.SupersededBy != "":
-						state = "superseded by " + f.SupersededBy + " on " + f.ValidTo.UTC().Format("2006-01-02")
+				for _, f := range views {
+					state := f.State
+					if f.State == view.FactSuperseded && f.SupersededBy != "" {
+						state += " by " + f.SupersededBy
+						if f.ValidTo != nil {
+							state += " on " + f.ValidTo.UTC().Format("2006-01-02")
+						}
 					}
 					key := ""
 					if f.Key != "" {
@@ -144,21 +133,20 @@ func factsCommand(out io.Writer) *ffcli.Command {
 
 // changeFact deletes or corrects one fact through memory.forget.<tenant>.
 func (c *common) changeFact(ctx context.Context, req events.ForgetRequest) error {
-	nc, err := c.conn.Connect("memctl")
+	cl, closeConn, err := c.client()
 	if err != nil {
 		return err
 	}
-	defer nc.Close()
-	body, _ := json.Marshal(req)
-	m, err := nc.RequestWithContext(ctx, "memory.forget."+c.tenant, body)
-	if err != nil {
-		return fmt.Errorf("requesting memory.forget.%s: %w", c.tenant, err)
-	}
-	if code := m.Header.Get("Nats-Service-Error-Code"); code != "" {
-		return fmt.Errorf("%s: %s", code, m.Header.Get("Nats-Service-Error"))
-	}
+	defer closeConn()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
 	var reply events.ForgetReply
-	if err := json.Unmarshal(m.Data, &reply); err != nil {
+	if req.Content != "" {
+		reply, err = cl.Correct(ctx, req.User, req.FactID, req.Content)
+	} else {
+		reply, err = cl.ForgetFact(ctx, req.User, req.FactID)
+	}
+	if err != nil {
 		return err
 	}
 	return c.print(reply, func(w io.Writer) {

@@ -13,7 +13,7 @@ import (
 	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/agentmem/agentmem/internal/session"
-	"github.com/agentmem/agentmem/pkg/memory"
+	"github.com/agentmem/agentmem/internal/view"
 )
 
 // sessionView is what memctl session prints.
@@ -23,6 +23,7 @@ type sessionView struct {
 	Entries []entryView    `json:"entries"`
 }
 
+// entryView is a view.Entry with its turns-stream sequence.
 type entryView struct {
 	ID        string    `json:"id"`
 	Type      string    `json:"type"`
@@ -75,21 +76,9 @@ func sessionCommand(out io.Writer) *ffcli.Command {
 				return fmt.Errorf("session %s/%s not found", c.tenant, sess)
 			}
 			v := sessionView{Header: st.Header, Ratio: st.Header.Ratio()}
-			add := func(e memory.Entry, state string) {
-				ev := entryView{ID: e.ID, Type: string(e.Type), Role: e.Role, Tokens: e.Tokens, Timestamp: e.Timestamp, Seq: e.Seq, State: state}
-				if e.Type == memory.Summary {
-					ev.Covers = len(e.Provenance)
-					if e.Content == "" {
-						ev.State = "named"
-					}
-				}
-				v.Entries = append(v.Entries, ev)
-			}
-			for _, e := range st.Short.Pending() {
-				add(e, "pending")
-			}
-			for _, e := range st.Short.Entries() {
-				add(e, "kept")
+			for _, e := range view.NewSession(st).Entries {
+				v.Entries = append(v.Entries, entryView{ID: e.ID, Type: e.Type, Role: e.Role, Tokens: e.Tokens,
+					Timestamp: e.Timestamp, Seq: e.Stored.Seq, State: e.State, Covers: e.Covers})
 			}
 			return c.print(v, func(w io.Writer) {
 				h := st.Header

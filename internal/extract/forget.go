@@ -23,6 +23,11 @@ import (
 // memory.forget.<tenant>.
 const ServiceName = "agentmem-extractor"
 
+// forgetInstances is how many forget requests are served at once (package reply's
+// AddEndpoint): a whole user's forget takes a second or more, a fact's delete or correction
+// milliseconds.
+const forgetInstances = 8
+
 // forgetGrace is how long Forget waits before its second pass, which removes what work in
 // flight (a compression or extraction that started before the forget) wrote meanwhile.
 const forgetGrace = 750 * time.Millisecond
@@ -191,19 +196,20 @@ func (w *Worker) startForget(ctx context.Context, nc *nats.Conn) (micro.Service,
 	if err != nil {
 		return nil, fmt.Errorf("registering %s: %w", ServiceName, err)
 	}
-	err = svc.AddEndpoint("forget", micro.HandlerFunc(func(req micro.Request) {
-		r := reply.From(req)
-		tenant, _ := events.ParseForgetSubject(r.Subject)
-		if err := reply.Check(tenant, r.Reply); err != nil {
+	// forgetInstances instances of the endpoint, each answering synchronously: micro's stats count
+	// every request, its processing time and its errors.
+	err = reply.AddEndpoint(svc, "forget", events.ForgetSubjects, forgetInstances, micro.HandlerFunc(func(req micro.Request) {
+		tenant, _ := events.ParseForgetSubject(req.Subject())
+		if err := reply.Check(tenant, req.Reply()); err != nil {
 			w.cfg.Metrics.Refused("forget")
-			w.log.Debug().Err(err).Str("subject", r.Subject).Msg("request refused")
+			w.log.Debug().Err(err).Str("subject", req.Subject()).Msg("request refused")
 			return
 		}
-		go w.serveForget(ctx, nc, r)
-	}), micro.WithEndpointSubject(events.ForgetSubjects))
+		w.serveForget(ctx, req)
+	}))
 	if err != nil {
 		_ = svc.Stop()
-		return nil, fmt.Errorf("adding endpoint forget: %w", err)
+		return nil, err
 	}
 	if err := nc.Flush(); err != nil {
 		_ = svc.Stop()
@@ -212,11 +218,23 @@ func (w *Worker) startForget(ctx context.Context, nc *nats.Conn) (micro.Service,
 	return svc, nil
 }
 
-func (w *Worker) serveForget(ctx context.Context, nc *nats.Conn, req reply.Request) {
+func (w *Worker) serveForget(ctx context.Context, req micro.Request) {
 	fail := func(code int, field, msg string) {
-		_ = reply.Error(nc, req.Reply, code, field, msg)
+		if err := reply.Error(req, code, field, msg); err != nil {
+			w.log.Debug().Err(err).Msg("responding")
+		}
 	}
-	tenant, err := events.ParseForgetSubject(req.Subject)
+	answer := func(v any) {
+		data, err := json.Marshal(v)
+		if err != nil {
+			fail(500, "", "encoding the reply: "+err.Error())
+			return
+		}
+		if err := req.Respond(data); err != nil {
+			w.log.Debug().Err(err).Msg("responding")
+		}
+	}
+	tenant, err := events.ParseForgetSubject(req.Subject())
 	if err != nil {
 		fail(400, "subject", err.Error())
 		return
@@ -224,11 +242,11 @@ func (w *Worker) serveForget(ctx context.Context, nc *nats.Conn, req reply.Reque
 	var named struct {
 		Tenant *string `json:"tenant"`
 	}
-	if json.Unmarshal(req.Data, &named) == nil && named.Tenant != nil && *named.Tenant != tenant {
+	if json.Unmarshal(req.Data(), &named) == nil && named.Tenant != nil && *named.Tenant != tenant {
 		fail(400, "tenant", fmt.Sprintf("the request names tenant %q on the subject of tenant %q: the tenant is the subject's", *named.Tenant, tenant))
 		return
 	}
-	fr, err := events.ParseForgetRequest(req.Data)
+	fr, err := events.ParseForgetRequest(req.Data())
 	if err != nil {
 		var fe *events.FieldError
 		if errors.As(err, &fe) {
@@ -248,7 +266,7 @@ func (w *Worker) serveForget(ctx context.Context, nc *nats.Conn, req reply.Reque
 		case err != nil:
 			fail(500, "", "forgetting the fact: "+err.Error())
 		default:
-			_ = reply.JSON(nc, req.Reply, res)
+			answer(res)
 		}
 		return
 	}
@@ -257,7 +275,7 @@ func (w *Worker) serveForget(ctx context.Context, nc *nats.Conn, req reply.Reque
 		fail(500, "", "forgetting: "+err.Error())
 		return
 	}
-	_ = reply.JSON(nc, req.Reply, events.ForgetReply{Forgotten: counts})
+	answer(events.ForgetReply{Forgotten: counts})
 }
 
 // forgetFact deletes one fact (op "deleted") or corrects it (a new fact supersedes it).

@@ -1,78 +1,33 @@
 package gateway
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/session"
+	"github.com/agentmem/agentmem/internal/view"
 	"github.com/agentmem/agentmem/pkg/events"
-	"github.com/agentmem/agentmem/pkg/memory"
 )
 
-// Entry states in a Session.
+// Entry states in a Session (package view).
 const (
-	// StateKept: the entry is in the session's short-term memory.
-	StateKept = "kept"
-	// StatePending: evicted over the budget, waiting to be summarised.
-	StatePending = "pending"
-	// StateNamed: a summary whose range was named for compression and whose text has not
-	// arrived yet.
-	StateNamed = "named"
+	StateKept    = view.EntryKept
+	StatePending = view.EntryPending
+	StateNamed   = view.EntryNamed
 )
 
 // Session is the 200 body of GET /v1/tenants/{tenant}/sessions/{session}: the session's
-// short-term state as ingest stored it.
-type Session struct {
-	Tenant  string `json:"tenant"`
-	Session string `json:"session"`
-	// User owns the session (empty until a turn named one).
-	User string `json:"user"`
-	// Tokens are the kept entries' tokens, Budget the conversation budget, Ratio Tokens/Budget.
-	Tokens int     `json:"tokens"`
-	Budget int     `json:"budget"`
-	Ratio  float64 `json:"ratio"`
-	// Kept and Pending count the kept entries and those evicted into the pending list.
-	Kept          int `json:"kept"`
-	Pending       int `json:"pending"`
-	PendingTokens int `json:"pending_tokens"`
-	// Turns counts the applied turns, Rejected the dead-lettered messages.
-	Turns     int       `json:"turns"`
-	Rejected  int       `json:"rejected"`
-	Pressures int       `json:"pressures"`
-	Summaries int       `json:"summaries"`
-	Ended     bool      `json:"ended"`
-	EndedAt   time.Time `json:"ended_at,omitzero"`
-	// FirstTurnAt and LastTurnAt are the oldest and newest turn times.
-	FirstTurnAt time.Time `json:"first_turn_at,omitzero"`
-	LastTurnAt  time.Time `json:"last_turn_at,omitzero"`
-	Updated     time.Time `json:"updated,omitzero"`
-	// Entries are the pending entries, then the kept ones, in order. Their text stays in the
-	// turns stream: retrieve returns it.
-	Entries []SessionEntry `json:"entries"`
-}
+// short-term state as ingest stored it (view.Session).
+type Session = view.Session
 
 // SessionEntry is one entry of a Session.
-type SessionEntry struct {
-	ID        string    `json:"id"`
-	Type      string    `json:"type"`
-	Role      string    `json:"role,omitempty"`
-	Tokens    int       `json:"tokens"`
-	Timestamp time.Time `json:"timestamp"`
-	// State is kept, pending or named.
-	State string `json:"state"`
-	// Covers is how many turns a summary stands for.
-	Covers int `json:"covers,omitempty"`
-}
+type SessionEntry = view.Entry
 
 // getSession answers a session's short-term state, 404 when there is none.
 func (g *Gateway) getSession(w http.ResponseWriter, r *http.Request, tenant string) {
@@ -98,59 +53,19 @@ func (g *Gateway) getSession(w http.ResponseWriter, r *http.Request, tenant stri
 		writeProblem(w, r, problem(http.StatusNotFound, "session", fmt.Sprintf("tenant %q has no session %q", tenant, sess)))
 		return
 	}
-	v := Session{
-		Tenant: h.Tenant, Session: h.Session, User: h.User, Tokens: h.Tokens, Budget: h.Budget, Ratio: h.Ratio(),
-		Kept: h.Kept, Pending: h.Pending, PendingTokens: h.PendingTokens, Turns: h.Turns, Rejected: h.Rejected,
-		Pressures: h.Pressures, Summaries: h.Summaries, Ended: h.Ended, EndedAt: h.EndedAt,
-		FirstTurnAt: h.FirstTurnAt, LastTurnAt: h.LastTurnAt, Updated: h.Updated,
-		Entries: []SessionEntry{},
-	}
-	add := func(e memory.Entry, state string) {
-		se := SessionEntry{ID: e.ID, Type: string(e.Type), Role: e.Role, Tokens: e.Tokens, Timestamp: e.Timestamp, State: state}
-		if e.Type == memory.Summary {
-			se.Covers = len(e.Provenance)
-			if e.Content == "" {
-				se.State = StateNamed
-			}
-		}
-		v.Entries = append(v.Entries, se)
-	}
-	for _, e := range st.Short.Pending() {
-		add(e, StatePending)
-	}
-	for _, e := range st.Short.Entries() {
-		add(e, StateKept)
-	}
-	writeJSON(w, http.StatusOK, v)
+	writeJSON(w, http.StatusOK, view.NewSession(st))
 }
 
-// Fact states.
+// Fact states (package view).
 const (
-	FactLive       = "live"
-	FactSuperseded = "superseded"
-	FactDeleted    = "deleted"
+	FactLive       = view.FactLive
+	FactSuperseded = view.FactSuperseded
+	FactDeleted    = view.FactDeleted
 )
 
-// Fact is one fact of a user, as GET /v1/tenants/{tenant}/users/{user}/facts lists it.
-type Fact struct {
-	ID       string `json:"id"`
-	Content  string `json:"content"`
-	Category string `json:"category"`
-	// Key groups facts that supersede each other (user.city).
-	Key string `json:"key,omitempty"`
-	// ValidFrom is the time of the earliest turn that stated the fact; ValidTo the superseding
-	// fact's ValidFrom (or when it was deleted).
-	ValidFrom    time.Time  `json:"valid_from"`
-	ValidTo      *time.Time `json:"valid_to,omitempty"`
-	SupersededBy string     `json:"superseded_by,omitempty"`
-	// Provenance lists the turn ids that stated it.
-	Provenance []string `json:"provenance"`
-	Confidence float64  `json:"confidence"`
-	// Extractor says what extracted it (rules or an LLM).
-	Extractor string `json:"extractor,omitempty"`
-	// State is live, superseded or deleted.
-	State string `json:"state"`
-}
+// Fact is one fact of a user, as GET /v1/tenants/{tenant}/users/{user}/facts lists it
+// (view.Fact).
+type Fact = view.Fact
 
 // Facts is the 200 body of GET /v1/tenants/{tenant}/users/{user}/facts, oldest first.
 type Facts struct {
@@ -188,35 +103,7 @@ func (g *Gateway) getFacts(w http.ResponseWriter, r *http.Request, tenant string
 		writeProblem(w, r, g.readProblem(err))
 		return
 	}
-	out := Facts{User: user, History: history, Facts: []Fact{}}
-	for _, f := range recs.Facts {
-		if !history && !f.Live() {
-			continue
-		}
-		out.Facts = append(out.Facts, factView(f))
-	}
-	slices.SortFunc(out.Facts, func(a, b Fact) int {
-		return cmp.Or(a.ValidFrom.Compare(b.ValidFrom), cmp.Compare(a.ID, b.ID))
-	})
-	writeJSON(w, http.StatusOK, out)
-}
-
-func factView(f longterm.Fact) Fact {
-	v := Fact{
-		ID: f.ID, Content: f.Content, Category: f.Category, Key: f.Key, ValidFrom: f.ValidFrom, ValidTo: f.ValidTo,
-		SupersededBy: f.SupersededBy, Provenance: f.Provenance, Confidence: f.Confidence, Extractor: f.Extractor,
-		State: FactLive,
-	}
-	switch {
-	case f.Deleted:
-		v.State = FactDeleted
-	case f.SupersededBy != "" || f.ValidTo != nil:
-		v.State = FactSuperseded
-	}
-	if v.Provenance == nil {
-		v.Provenance = []string{}
-	}
-	return v
+	writeJSON(w, http.StatusOK, Facts{User: user, History: history, Facts: view.Facts(recs.Facts, history)})
 }
 
 // readProblem maps a failed bucket read: 504 when NATS did not answer in time, 503 otherwise

@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/agentmem/agentmem/pkg/client"
 	"github.com/agentmem/agentmem/pkg/events"
 )
 
@@ -82,8 +82,8 @@ func (g *Gateway) request(w http.ResponseWriter, r *http.Request, subject string
 		writeProblem(w, r, g.requestProblem(err, subject, service, extra))
 		return
 	}
-	if code := msg.Header.Get(micro.ErrorCodeHeader); code != "" {
-		writeProblem(w, r, serviceProblem(code, msg))
+	if se := client.ServiceErrorOf(msg); se != nil {
+		writeProblem(w, r, serviceProblem(se, msg))
 		return
 	}
 	writeRaw(w, http.StatusOK, msg.Data)
@@ -92,20 +92,15 @@ func (g *Gateway) request(w http.ResponseWriter, r *http.Request, subject string
 // serviceProblem turns a NATS service error into a problem: the status is the service's code
 // (502 when it is not an HTTP error status), field and detail come from the error body, or the
 // Nats-Service-Error header.
-func serviceProblem(code string, msg *nats.Msg) *Problem {
-	status, err := strconv.Atoi(code)
-	if err != nil || status < 400 || status > 599 {
-		return problem(http.StatusBadGateway, "", fmt.Sprintf("the service answered error code %q: %s", code, msg.Header.Get(micro.ErrorHeader)))
+func serviceProblem(se *client.ServiceError, msg *nats.Msg) *Problem {
+	if se.Code < 400 || se.Code > 599 {
+		return problem(http.StatusBadGateway, "", fmt.Sprintf("the service answered error code %q: %s", msg.Header.Get(micro.ErrorCodeHeader), msg.Header.Get(micro.ErrorHeader)))
 	}
-	var eb events.ErrorBody
-	if json.Unmarshal(msg.Data, &eb) == nil && eb.Error.Message != "" {
-		detail := eb.Error.Message
-		if eb.Error.Field != "" && !strings.HasPrefix(detail, eb.Error.Field) {
-			detail = eb.Error.Field + ": " + detail
-		}
-		return problem(status, eb.Error.Field, detail)
+	detail := se.Message
+	if se.Field != "" && !strings.HasPrefix(detail, se.Field) {
+		detail = se.Field + ": " + detail
 	}
-	return problem(status, "", msg.Header.Get(micro.ErrorHeader))
+	return problem(se.Code, se.Field, detail)
 }
 
 // requestProblem maps a failed request: 504 when the service did not answer in time, 503 when

@@ -10,10 +10,11 @@ import (
 
 	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/session"
+	"github.com/agentmem/agentmem/internal/view"
 )
 
-// FactView is one version of a fact: live, superseded (by the fact named in superseded_by, from
-// valid_to on) or deleted.
+// FactView is one version of a fact, the record as stored with its state: live, superseded (by
+// the fact named in superseded_by, from valid_to on) or deleted (view.FactState).
 type FactView struct {
 	longterm.Fact
 	Status string `json:"status"`
@@ -44,16 +45,6 @@ type UserFacts struct {
 	Sessions  []longterm.SessionRef `json:"sessions"`
 	// Turns are the provenance turns of the facts, by id, with the session that holds them.
 	Turns map[string][]TurnRef `json:"turns"`
-}
-
-func factStatus(f longterm.Fact) string {
-	switch {
-	case f.Deleted:
-		return "deleted"
-	case f.ValidTo != nil || f.SupersededBy != "":
-		return "superseded"
-	}
-	return "live"
 }
 
 func (i *Inspector) handleFacts(w http.ResponseWriter, r *http.Request) {
@@ -88,17 +79,21 @@ func (i *Inspector) userFacts(ctx context.Context, tenant, user string) (UserFac
 	if out.Sessions == nil {
 		out.Sessions = []longterm.SessionRef{}
 	}
-	facts := slices.Clone(recs.Facts)
+	facts := make([]FactView, 0, len(recs.Facts))
+	for _, f := range recs.Facts {
+		v := view.NewFact(f)
+		facts = append(facts, FactView{Fact: v.Stored, Status: v.State})
+	}
 	// Newest version first; live before the rest at the same time.
-	slices.SortStableFunc(facts, func(a, b longterm.Fact) int {
+	slices.SortStableFunc(facts, func(a, b FactView) int {
 		if c := b.ValidFrom.Compare(a.ValidFrom); c != 0 {
 			return c
 		}
-		return cmp.Compare(rank(factStatus(a) != "live"), rank(factStatus(b) != "live"))
+		return cmp.Compare(rank(a.Status != view.FactLive), rank(b.Status != view.FactLive))
 	})
 	groups := map[string]int{}
-	for _, f := range facts {
-		v := FactView{Fact: f, Status: factStatus(f)}
+	for _, v := range facts {
+		f := v.Fact
 		out.Facts = append(out.Facts, v)
 		key := f.Key
 		if key == "" {
@@ -112,7 +107,7 @@ func (i *Inspector) userFacts(ctx context.Context, tenant, user string) (UserFac
 		}
 		h := &out.Histories[gi]
 		h.Versions = append(h.Versions, v)
-		if v.Status == "live" && h.Live == "" {
+		if v.Status == view.FactLive && h.Live == "" {
 			h.Live = f.ID
 		}
 	}

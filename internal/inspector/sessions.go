@@ -14,6 +14,7 @@ import (
 	"github.com/agentmem/agentmem/internal/archive"
 	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/session"
+	"github.com/agentmem/agentmem/internal/view"
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
 )
@@ -252,11 +253,12 @@ func (i *Inspector) sessionDetail(ctx context.Context, key session.Key) (Session
 	}
 	d := SessionDetail{Tenant: key.Tenant, Session: sessionInfo(h), Entries: []Entry{}, Pending: []Entry{},
 		Summaries: []SummaryView{}, Pressure: []PressureView{}}
-	for _, e := range st.Short.Entries() {
-		d.Entries = append(d.Entries, entryView(e, turns))
+	sv := view.NewSession(st)
+	for _, e := range sv.KeptList() {
+		d.Entries = append(d.Entries, entryView(e.Stored, turns))
 	}
-	for _, e := range st.Short.Pending() {
-		d.Pending = append(d.Pending, entryView(e, turns))
+	for _, e := range sv.PendingList() {
+		d.Pending = append(d.Pending, entryView(e.Stored, turns))
 	}
 	if d.Pressure, err = i.pressures(ctx, key); err != nil {
 		return SessionDetail{}, err
@@ -329,7 +331,7 @@ func summaries(st *session.State, stored []longterm.Summary, turns map[string]tu
 		if n, ok := e.Metadata["pressure"].(float64); ok {
 			v.Pressure = int(n)
 		}
-		if e.Content == "" {
+		if view.Named(e) {
 			// Named for compression, the summary not arrived: it stands for the covered entries.
 			v.Status = "pending"
 			for _, part := range st.Covered(e.ID) {
@@ -408,7 +410,7 @@ func entryView(e memory.Entry, turns map[string]turnText) Entry {
 		Content: e.Content, Provenance: e.Provenance, Metadata: e.Metadata}
 	if e.Type == memory.Summary {
 		v.Status = "applied"
-		if e.Content == "" {
+		if view.Named(e) {
 			v.Status = "pending"
 		}
 		return v

@@ -5,14 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"strconv"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentmem/agentmem/internal/longterm"
+	"github.com/agentmem/agentmem/internal/view"
 	"github.com/agentmem/agentmem/pkg/client"
 	"github.com/agentmem/agentmem/pkg/events"
 )
@@ -81,7 +79,7 @@ type ListFactsInput struct {
 	History bool `json:"history,omitempty" jsonschema:"true: every version, superseded and deleted facts too; false (default): the facts that hold now"`
 }
 
-// Fact is one fact about the user.
+// Fact is one fact about the user: a view.Fact without its provenance and extractor.
 type Fact struct {
 	ID           string     `json:"id" jsonschema:"the fact's id"`
 	Content      string     `json:"content" jsonschema:"the fact"`
@@ -269,21 +267,10 @@ func (s *Server) listFacts(ctx context.Context, _ *mcp.CallToolRequest, in ListF
 	if err != nil {
 		return nil, ListFactsOutput{}, s.toolError(ToolListFacts, "the long-term store", s.topo.LongTermBucket(), err)
 	}
-	facts := recs.Facts
-	if !in.History {
-		facts = slices.DeleteFunc(facts, func(f longterm.Fact) bool { return !f.Live() })
-	}
-	slices.SortStableFunc(facts, func(a, b longterm.Fact) int { return a.ValidFrom.Compare(b.ValidFrom) })
+	facts := view.Facts(recs.Facts, in.History)
 	out := ListFactsOutput{Facts: make([]Fact, 0, len(facts)), Total: len(facts)}
 	for _, f := range facts {
-		state := "live"
-		switch {
-		case f.Deleted:
-			state = "deleted"
-		case !f.Live():
-			state = "superseded"
-		}
-		out.Facts = append(out.Facts, Fact{ID: f.ID, Content: f.Content, Category: f.Category, Key: f.Key, State: state,
+		out.Facts = append(out.Facts, Fact{ID: f.ID, Content: f.Content, Category: f.Category, Key: f.Key, State: f.State,
 			ValidFrom: f.ValidFrom, ValidTo: f.ValidTo, SupersededBy: f.SupersededBy, Confidence: f.Confidence})
 	}
 	return nil, out, nil
@@ -294,46 +281,14 @@ func (s *Server) forgetUser(ctx context.Context, _ *mcp.CallToolRequest, in Forg
 		return nil, ForgetOutput{}, fmt.Errorf("forget_user refused: it permanently removes everything remembered about user %q; "+
 			"call it again with confirm: true only if the user asked for it", s.cfg.User)
 	}
-	subject, err := events.ForgetSubject(s.cfg.Tenant)
-	if err != nil {
-		return nil, ForgetOutput{}, err
-	}
-	body, err := json.Marshal(events.ForgetRequest{User: s.cfg.User})
-	if err != nil {
-		return nil, ForgetOutput{}, err
-	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.ForgetTimeout)
 	defer cancel()
-	m, err := s.nc.RequestWithContext(ctx, subject, body)
-	if err == nil {
-		err = serviceError(m.Header.Get("Nats-Service-Error-Code"), m.Header.Get("Nats-Service-Error"), m.Data)
-	}
+	reply, err := s.cl.Forget(ctx, s.cfg.User)
 	if err != nil {
-		return nil, ForgetOutput{}, s.toolError(ToolForgetUser, "the extractor", subject, err)
-	}
-	var reply events.ForgetReply
-	if err := json.Unmarshal(m.Data, &reply); err != nil {
-		return nil, ForgetOutput{}, fmt.Errorf("forget_user: decoding the reply: %w", err)
-	}
-	if reply.Forgotten == nil {
-		reply.Forgotten = map[string]int{}
+		return nil, ForgetOutput{}, s.toolError(ToolForgetUser, "the extractor", "memory.forget."+s.cfg.Tenant, err)
 	}
 	// Nothing remembered before the forget is worth waiting for.
 	s.setPending("")
 	s.log.Info().Str("tool", ToolForgetUser).Interface("forgotten", reply.Forgotten).Msg("user forgotten")
 	return nil, ForgetOutput{Forgotten: reply.Forgotten}, nil
-}
-
-// serviceError decodes the error reply of an agentmem service, or returns nil.
-func serviceError(code, description string, data []byte) error {
-	if code == "" {
-		return nil
-	}
-	se := &client.ServiceError{Message: description}
-	se.Code, _ = strconv.Atoi(code)
-	var eb events.ErrorBody
-	if json.Unmarshal(data, &eb) == nil && eb.Error.Message != "" {
-		se.Field, se.Message = eb.Error.Field, eb.Error.Message
-	}
-	return se
 }

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -229,20 +228,6 @@ func endSpan(span trace.Span, err error) {
 	span.End()
 }
 
-// ServiceError is an error reply of an agentmem service.
-type ServiceError struct {
-	Code    int
-	Field   string
-	Message string
-}
-
-func (e *ServiceError) Error() string {
-	if e.Field != "" {
-		return fmt.Sprintf("agentmem: %d %s: %s", e.Code, e.Field, e.Message)
-	}
-	return fmt.Sprintf("agentmem: %d %s", e.Code, e.Message)
-}
-
 // Retrieve asks the retriever. Service errors come back as *ServiceError (400 for a bad
 // request, 503 when After was not applied within WaitMS, …).
 func (c *Client) Retrieve(ctx context.Context, req events.RetrieveRequest) (_ events.RetrieveReply, err error) {
@@ -270,23 +255,24 @@ func (c *Client) Retrieve(ctx context.Context, req events.RetrieveRequest) (_ ev
 	rm := nats.NewMsg(subject)
 	rm.Data = body
 	events.InjectHeader(ctx, rm.Header)
+	err = c.request(ctx, rm, &reply)
+	return reply, err
+}
+
+// request sends rm and decodes the reply into out: a service error as *ServiceError, a reply
+// that is not JSON as an error saying so.
+func (c *Client) request(ctx context.Context, rm *nats.Msg, out any) error {
 	msg, err := c.nc.RequestMsgWithContext(ctx, rm)
 	if err != nil {
-		return reply, fmt.Errorf("requesting %s: %w", subject, err)
+		return fmt.Errorf("requesting %s: %w", rm.Subject, err)
 	}
-	if code := msg.Header.Get("Nats-Service-Error-Code"); code != "" {
-		se := &ServiceError{Message: msg.Header.Get("Nats-Service-Error")}
-		se.Code, _ = strconv.Atoi(code)
-		var eb events.ErrorBody
-		if json.Unmarshal(msg.Data, &eb) == nil && eb.Error.Message != "" {
-			se.Field, se.Message = eb.Error.Field, eb.Error.Message
-		}
-		return reply, se
+	if se := ServiceErrorOf(msg); se != nil {
+		return se
 	}
-	if err := json.Unmarshal(msg.Data, &reply); err != nil {
-		return reply, fmt.Errorf("decoding reply: %w", err)
+	if err := json.Unmarshal(msg.Data, out); err != nil {
+		return fmt.Errorf("decoding the reply on %s: %w", rm.Subject, err)
 	}
-	return reply, nil
+	return nil
 }
 
 // Context returns the text to put into a prompt for query: the top memory entries that fit

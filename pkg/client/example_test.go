@@ -353,3 +353,58 @@ func ExampleClient_PublishBatch() {
 	// - [2025-03-14 09:30, user] I live in Lyon
 	// - [2025-03-14 09:30, assistant] Lyon, noted.
 }
+
+// Correct supersedes a fact (the old one stays in history) and Forget removes everything
+// agentmem holds of a user; ForgetFact deletes one fact. Their errors are *ServiceError (404 for
+// a fact the user does not have).
+func ExampleClient_Correct() {
+	url, stop := runMemoryd()
+	defer stop()
+
+	nc, err := nats.Connect(url)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer nc.Close()
+	mem, err := client.New(nc, client.Options{Tenant: "acme", Timeout: time.Minute})
+	if err != nil {
+		log.Fatal(err)
+	}
+	facts := make(chan events.Fact, 8)
+	unwatch, err := mem.Watch(func(e client.Event) {
+		if fe, err := events.DecodeData[events.FactEvent](e.Event); err == nil && e.Event.Type() == events.TypeFact && fe.Op == events.FactAdded {
+			facts <- fe.Fact
+		}
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer func() { _ = unwatch() }()
+	ctx := context.Background()
+	if _, err := mem.Publish(ctx, client.Turn{Session: "s1", User: "alice", Role: "user", Content: "I live in Lisbon."}); err != nil {
+		log.Fatal(err)
+	}
+	// Facts are extracted when the session ends.
+	if _, err := mem.EndSession(ctx, "s1", "alice"); err != nil {
+		log.Fatal(err)
+	}
+	var lisbon events.Fact
+	select {
+	case lisbon = <-facts:
+	case <-time.After(30 * time.Second):
+		log.Fatal("no fact extracted")
+	}
+	fixed, err := mem.Correct(ctx, "alice", lisbon.ID, "The user lives in Porto")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("now:", fixed.Fact.Content)
+	gone, err := mem.Forget(ctx, "alice")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("turns forgotten:", gone.Forgotten["turns"])
+	// Output:
+	// now: The user lives in Porto
+	// turns forgotten: 2
+}

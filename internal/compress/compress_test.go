@@ -246,8 +246,8 @@ func readAll(r *http.Request) []byte {
 
 func newClient(t testing.TB, srv *llmtest.Server, attempts int) *llm.Client {
 	t.Helper()
-	c, err := llm.New(llm.Config{BaseURL: srv.URL, Model: "test-model", APIKey: "sk-test", MaxAttempts: attempts,
-		MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, Timeout: 2 * time.Second}, zerolog.Nop())
+	c, err := llm.New(llm.Config{Endpoint: llm.Endpoint{BaseURL: srv.URL, Model: "test-model", APIKey: "sk-test", MaxAttempts: attempts,
+		MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, Timeout: 2 * time.Second}}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
-// Package search scores how well stored text matches a query by its keywords, in English and
-// in Chinese (Japanese and Korean too) alike.
+// Package search splits text into the keyword terms that keyword search matches, in English
+// and in Chinese (Japanese and Korean too) alike.
 //
 // [Terms] turns text into index terms: words for alphabetic scripts, and character unigrams
 // plus bigrams for Han, kana and Hangul, which are written without spaces. Package rank scores

@@ -53,8 +53,11 @@ type Config struct {
 	Topology events.Topology
 	// Concurrency bounds the compressions running at once in this process (default 4).
 	Concurrency int
-	// Summarize configures the map-reduce summariser.
+	// Summarize configures the map-reduce summariser. Its Counter, when nil, is Tokenizer's.
 	Summarize summarize.Config
+	// Tokenizer names the token counter the summaries are capped by (memory.NewCounter:
+	// "estimate", the default, or "o200k"); pass ingest's, which counts the caps it sets.
+	Tokenizer string
 	// Source is the CloudEvents source of summary events ("agentmem/compressor").
 	Source string
 	// Timeout bounds one compression (default 4 minutes).
@@ -118,6 +121,13 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 4 * time.Minute
+	}
+	if cfg.Summarize.Counter == nil {
+		counter, err := memory.NewCounter(cfg.Tokenizer)
+		if err != nil {
+			return nil, fmt.Errorf("compress: Tokenizer: %w", err)
+		}
+		cfg.Summarize.Counter = counter
 	}
 	store, err := longterm.Open(ctx, js, cfg.Topology)
 	if err != nil {

@@ -57,8 +57,20 @@ func BindBudget(fs *flag.FlagSet) *Budget {
 	fs.IntVar(&b.System, "reserve-system", d.System, "tokens reserved for the system prompt")
 	fs.IntVar(&b.Tools, "reserve-tools", d.Tools, "tokens reserved for tool definitions")
 	fs.IntVar(&b.Response, "reserve-response", d.Response, "tokens reserved for the response")
-	fs.StringVar(&b.Tokenizer, "tokenizer", "estimate", "token counter: estimate (ceil(cjk/1.5 + other/4)) or o200k (exact, offline)")
+	bindTokenizer(fs, &b.Tokenizer)
 	return b
+}
+
+// BindTokenizer registers --tokenizer alone, for the workers that count tokens without a budget
+// (compressor, extractor): pass it to their Config's Tokenizer.
+func BindTokenizer(fs *flag.FlagSet) *string {
+	s := new(string)
+	bindTokenizer(fs, s)
+	return s
+}
+
+func bindTokenizer(fs *flag.FlagSet, s *string) {
+	fs.StringVar(s, "tokenizer", "estimate", "token counter: estimate (ceil(cjk/1.5 + other/4)) or o200k (exact, offline)")
 }
 
 // Memory returns the budget as memory.Budget.

@@ -143,7 +143,7 @@ func run(ctx context.Context, args []string) error {
 		}
 		cfg.ClientOptions = append(cfg.ClientOptions, o)
 	}
-	hc := httpConfig{Addr: *httpAddr, Topology: cfg.Topology, InspectorKey: *inspectorToken, PressureRatio: cfg.Ingest.Budget.PressureRatio,
+	hc := httpConfig{Addr: *httpAddr, Topology: cfg.Topology, InspectorKey: *inspectorToken, Budget: cfg.Ingest.Budget,
 		MCPSessions: *mcpSessions, MCPSessionsPerTenant: *mcpPerTenant}
 	if err := hc.validate(); err != nil {
 		return err

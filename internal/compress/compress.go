@@ -163,9 +163,9 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 	}
 	w.llm = w.fallback
 	if chat != nil {
-		kv, err := js.KeyValue(ctx, topo.MemoBucket())
+		kv, err := events.BindBucket(ctx, js, topo.MemoBucket())
 		if err != nil {
-			return nil, fmt.Errorf("binding bucket %q: %w", topo.MemoBucket(), err)
+			return nil, err
 		}
 		w.memo = &memoChat{next: chat, js: js, bucket: topo.MemoBucket(), kv: kv, metrics: cfg.Metrics, log: w.log}
 		w.llm = summarize.New(cfg.Summarize, w.memo, model)

@@ -347,12 +347,12 @@ func (w *Worker) Compress(ctx context.Context, tenant string, p events.Pressure)
 	}
 	sum := longterm.Summary{
 		ID: p.SummaryID, Tenant: tenant, User: p.User, Session: sess, Content: res.Content,
-		Tokens: memory.Estimate(res.Content), Timestamp: newest.UTC(), Replaces: p.EntryIDs, Provenance: p.Provenance,
+		Tokens: w.cfg.Summarize.Counter.Count(res.Content), Timestamp: newest.UTC(), Replaces: p.EntryIDs, Provenance: p.Provenance,
 		Summarizer: res.Summarizer,
 		Usage:      events.Usage{Calls: res.Usage.Calls, InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens},
 		Metadata: map[string]any{
 			"language": res.Language, "pressure": p.Number, "map_calls": res.MapCalls, "reduce_calls": res.ReduceCalls,
-			"first_seq": p.FirstSeq, "last_seq": p.LastSeq, "tokens_before": tokens(entries),
+			"first_seq": p.FirstSeq, "last_seq": p.LastSeq, "tokens_before": w.tokens(entries),
 		},
 	}
 	// A session forgotten while the compression ran keeps nothing of it. (Ingest publishes a
@@ -385,9 +385,9 @@ func (w *Worker) Compress(ctx context.Context, tenant string, p events.Pressure)
 			w.log.Warn().Err(err).Msg("the memo bucket's TTL removes it instead")
 		}
 	}
-	w.cfg.Metrics.Compression(mode, tokens(entries), sum.Tokens, time.Since(start), nil)
+	w.cfg.Metrics.Compression(mode, w.tokens(entries), sum.Tokens, time.Since(start), nil)
 	w.log.Info().Str("tenant", tenant).Str("session", sess).Int("pressure", p.Number).Int("entries", len(entries)).
-		Int("tokens_before", tokens(entries)).Int("tokens_after", sum.Tokens).Int("llm_calls", res.Usage.Calls).
+		Int("tokens_before", w.tokens(entries)).Int("tokens_after", sum.Tokens).Int("llm_calls", res.Usage.Calls).
 		Dur("took", time.Since(start)).Msg("compressed")
 	return sum, true, nil
 }
@@ -404,10 +404,11 @@ func (w *Worker) committed(ctx context.Context, tenant string, p events.Pressure
 	return err
 }
 
-func tokens(es []memory.Entry) int {
+// tokens counts the tokens of es with the compressor's counter (Config.Tokenizer).
+func (w *Worker) tokens(es []memory.Entry) int {
 	n := 0
 	for _, e := range es {
-		n += memory.Estimate(e.Content)
+		n += w.cfg.Summarize.Counter.Count(e.Content)
 	}
 	return n
 }

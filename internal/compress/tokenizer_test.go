@@ -17,7 +17,7 @@ import (
 )
 
 // TestCompressorCountsWithItsTokenizer checks that Config.Tokenizer is the counter a summary is
-// capped by. The turns are codes, which o200k counts at about twice the estimate: an extractive
+// capped by and counted with. The turns are codes, which o200k counts at about twice the estimate: an extractive
 // summary capped by the estimate overflows the cap in o200k tokens, one capped by o200k fits.
 func TestCompressorCountsWithItsTokenizer(t *testing.T) {
 	o200k, err := memory.NewCounter("o200k")
@@ -58,6 +58,18 @@ func TestCompressorCountsWithItsTokenizer(t *testing.T) {
 			}
 			if fits := got <= limit; fits != tc.fits {
 				t.Fatalf("tokenizer %s: summary of %d o200k tokens against a cap of %d, want fits=%v", tc.tokenizer, got, limit, tc.fits)
+			}
+			// The stored summary's token count is the compressor's counter's too.
+			stored, err := longtermSummary(p, prs[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := est
+			if tc.tokenizer == "o200k" {
+				want = got
+			}
+			if stored.Tokens != want {
+				t.Fatalf("stored summary has %d tokens, want %d (%s)", stored.Tokens, want, tc.tokenizer)
 			}
 		})
 	}

@@ -1,18 +1,13 @@
 package compress_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
-	"github.com/agentmem/agentmem/internal/broker/brokertest"
 	"github.com/agentmem/agentmem/internal/compress"
 	"github.com/agentmem/agentmem/internal/ingest"
-	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
 )
 
@@ -33,7 +28,7 @@ func TestCompressorCountsWithItsTokenizer(t *testing.T) {
 	} {
 		t.Run(tc.tokenizer, func(t *testing.T) {
 			p := newPipelineCompressing(t, ingest.Config{Budget: smallBudget(800), Tokenizer: "o200k", IdleTimeout: -1},
-				compress.Config{Tokenizer: tc.tokenizer})
+				compress.Config{Tokenizer: tc.tokenizer}, nil)
 			for i := range 30 {
 				text := fmt.Sprintf("Turn %d. Code %x-%x. Ticket %x%x.", i, 0x9e3779b9*(i+1), 0x85ebca6b*(i+3), 0xc2b2ae35*(i+5), 0x27d4eb2f*(i+7))
 				p.publish("codes", fmt.Sprintf("codes-t%03d", i), []string{"user", "assistant"}[i%2], text, day.Add(time.Duration(i)*time.Minute))
@@ -73,31 +68,4 @@ func TestCompressorCountsWithItsTokenizer(t *testing.T) {
 			}
 		})
 	}
-}
-
-// newPipelineCompressing is newPipelineWith with a compressor configured by ccfg (and no LLM).
-func newPipelineCompressing(t *testing.T, icfg ingest.Config, ccfg compress.Config) *pipeline {
-	t.Helper()
-	env := brokertest.Start(t)
-	topo := events.DefaultTopology()
-	topo.Partitions = 2
-	ctx := context.Background()
-	if err := topo.Ensure(ctx, env.JS); err != nil {
-		t.Fatal(err)
-	}
-	p := &pipeline{t: t, env: env, topo: topo, budget: icfg.Budget}
-	icfg.Topology, ccfg.Topology = topo, topo
-	in, err := ingest.New(ctx, icfg, jsOf(t, env), zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.ingest = in
-	p.run(in.Run)
-	c, err := compress.New(ctx, ccfg, jsOf(t, env), nil, "", zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.comp = c
-	p.run(c.Run)
-	return p
 }

@@ -28,6 +28,7 @@ func main() {
 func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("compressor", flag.ContinueOnError)
 	concurrency := fs.Int("concurrency", 4, "compressions running at once")
+	tokenizer := settings.BindTokenizer(fs)
 	proc := settings.BindProcess(fs, "compressor")
 	llmCfg := settings.BindLLM(fs)
 	if err := settings.Parse(fs, args); err != nil {
@@ -52,7 +53,8 @@ func run(ctx context.Context, args []string) error {
 		}
 		chat, model = c, c.Model()
 	}
-	w, err := compress.New(rt.Setup, compress.Config{Topology: rt.Topology, Concurrency: *concurrency, Metrics: rt.Metrics, Tracer: rt.Tracer}, rt.JS, chat, model, log)
+	w, err := compress.New(rt.Setup, compress.Config{Topology: rt.Topology, Concurrency: *concurrency, Tokenizer: *tokenizer,
+		Metrics: rt.Metrics, Tracer: rt.Tracer}, rt.JS, chat, model, log)
 	if err != nil {
 		return err
 	}

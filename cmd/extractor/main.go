@@ -29,7 +29,7 @@ func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("extractor", flag.ContinueOnError)
 	concurrency := fs.Int("concurrency", 16, "extractions running at once per trigger kind")
 	minConfidence := fs.Float64("min-confidence", 0.5, "drop facts the extractor is less sure of")
-	tokenizer := fs.String("tokenizer", "estimate", "token counter: estimate or o200k")
+	tokenizer := settings.BindTokenizer(fs)
 	proc := settings.BindProcess(fs, "extractor")
 	llmCfg := settings.BindLLM(fs)
 	if err := settings.Parse(fs, args); err != nil {

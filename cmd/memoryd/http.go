@@ -18,15 +18,16 @@ import (
 	"github.com/agentmem/agentmem/internal/inspector"
 	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/pkg/events"
+	"github.com/agentmem/agentmem/pkg/memory"
 )
 
 // httpConfig is what memoryd's HTTP server serves.
 type httpConfig struct {
-	Addr          string            // "" : no HTTP server
-	Topology      events.Topology   // the daemon's
-	Tokens        map[string]string // gateway bearer tokens → tenant (none: no authentication)
-	InspectorKey  string            // bearer token of the inspector's API ("" : none)
-	PressureRatio float64           // drawn on the inspector's gauge
+	Addr         string            // "" : no HTTP server
+	Topology     events.Topology   // the daemon's
+	Tokens       map[string]string // gateway bearer tokens → tenant (none: no authentication)
+	InspectorKey string            // bearer token of the inspector's API ("" : none)
+	Budget       memory.Budget     // ingest's: the inspector's gauge draws its pressure threshold
 	// MCPSessions and MCPSessionsPerTenant bound the open MCP sessions (gateway.Config).
 	MCPSessions, MCPSessionsPerTenant int
 }
@@ -60,7 +61,7 @@ func serveHTTP(ctx context.Context, cfg httpConfig, dm *daemon.Daemon, m *metric
 	if err != nil {
 		return err
 	}
-	ins, err := inspector.New(inspector.Config{Topology: cfg.Topology, Token: cfg.InspectorKey, Listen: cfg.Addr, PressureRatio: cfg.PressureRatio}, dm.Conn(), js, log)
+	ins, err := inspector.New(inspector.Config{Topology: cfg.Topology, Token: cfg.InspectorKey, Listen: cfg.Addr, Budget: cfg.Budget}, dm.Conn(), js, log)
 	if err != nil {
 		return err
 	}

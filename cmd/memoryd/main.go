@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentmem/agentmem/cmd/internal/settings"
 	"github.com/agentmem/agentmem/internal/broker"
+	"github.com/agentmem/agentmem/internal/compress"
 	"github.com/agentmem/agentmem/internal/daemon"
 	"github.com/agentmem/agentmem/internal/extract"
 	"github.com/agentmem/agentmem/internal/gateway"
@@ -125,6 +126,7 @@ func run(ctx context.Context, args []string) error {
 			MaxContentBytes: *maxContent, IdleTimeout: *idle, RepressureAfter: *repressure, Limits: lim,
 		},
 		Retrieve: retrieve.Config{Tokenizer: budget.Tokenizer, Decay: d, Embedder: embedder, Limits: lim, PreviousEmbedder: prev},
+		Compress: compress.Config{Tokenizer: budget.Tokenizer},
 		Extract:  extract.Config{Tokenizer: budget.Tokenizer},
 		LLM:      *llmCfg,
 		Embedder: stage,
@@ -141,7 +143,7 @@ func run(ctx context.Context, args []string) error {
 		}
 		cfg.ClientOptions = append(cfg.ClientOptions, o)
 	}
-	hc := httpConfig{Addr: *httpAddr, Topology: cfg.Topology, InspectorKey: *inspectorToken, PressureRatio: cfg.Ingest.Budget.PressureRatio,
+	hc := httpConfig{Addr: *httpAddr, Topology: cfg.Topology, InspectorKey: *inspectorToken, Budget: cfg.Ingest.Budget,
 		MCPSessions: *mcpSessions, MCPSessionsPerTenant: *mcpPerTenant}
 	if err := hc.validate(); err != nil {
 		return err

@@ -1,7 +1,8 @@
 // Package archive reads turns back from the turns stream, which is agentmem's archive of every
 // turn ever published, with batched direct gets (no consumer is created, so nothing is left
 // behind on the stream). events.ReadStoredTurn decodes a turn it returns, with the turn's time
-// (the event's, or the stored time when it has none).
+// (the event's, or the stored time when it has none). Purge and PurgeKV remove messages from a
+// stream and keys from a KV bucket, history included (forget, and the compressor's memo).
 package archive
 
 import (

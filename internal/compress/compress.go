@@ -53,8 +53,11 @@ type Config struct {
 	Topology events.Topology
 	// Concurrency bounds the compressions running at once in this process (default 4).
 	Concurrency int
-	// Summarize configures the map-reduce summariser.
+	// Summarize configures the map-reduce summariser. Its Counter, when nil, is Tokenizer's.
 	Summarize summarize.Config
+	// Tokenizer names the token counter the summaries are capped by (memory.NewCounter:
+	// "estimate", the default, or "o200k"); pass ingest's, which counts the caps it sets.
+	Tokenizer string
 	// Source is the CloudEvents source of summary events ("agentmem/compressor").
 	Source string
 	// Timeout bounds one compression (default 4 minutes).
@@ -119,6 +122,13 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 4 * time.Minute
 	}
+	if cfg.Summarize.Counter == nil {
+		counter, err := memory.NewCounter(cfg.Tokenizer)
+		if err != nil {
+			return nil, fmt.Errorf("compress: Tokenizer: %w", err)
+		}
+		cfg.Summarize.Counter = counter
+	}
 	store, err := longterm.Open(ctx, js, cfg.Topology)
 	if err != nil {
 		return nil, err
@@ -153,9 +163,9 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 	}
 	w.llm = w.fallback
 	if chat != nil {
-		kv, err := js.KeyValue(ctx, topo.MemoBucket())
+		kv, err := events.BindBucket(ctx, js, topo.MemoBucket())
 		if err != nil {
-			return nil, fmt.Errorf("binding bucket %q: %w", topo.MemoBucket(), err)
+			return nil, err
 		}
 		w.memo = &memoChat{next: chat, js: js, bucket: topo.MemoBucket(), kv: kv, metrics: cfg.Metrics, log: w.log}
 		w.llm = summarize.New(cfg.Summarize, w.memo, model)
@@ -337,12 +347,12 @@ func (w *Worker) Compress(ctx context.Context, tenant string, p events.Pressure)
 	}
 	sum := longterm.Summary{
 		ID: p.SummaryID, Tenant: tenant, User: p.User, Session: sess, Content: res.Content,
-		Tokens: memory.Estimate(res.Content), Timestamp: newest.UTC(), Replaces: p.EntryIDs, Provenance: p.Provenance,
+		Tokens: w.cfg.Summarize.Counter.Count(res.Content), Timestamp: newest.UTC(), Replaces: p.EntryIDs, Provenance: p.Provenance,
 		Summarizer: res.Summarizer,
 		Usage:      events.Usage{Calls: res.Usage.Calls, InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens},
 		Metadata: map[string]any{
 			"language": res.Language, "pressure": p.Number, "map_calls": res.MapCalls, "reduce_calls": res.ReduceCalls,
-			"first_seq": p.FirstSeq, "last_seq": p.LastSeq, "tokens_before": tokens(entries),
+			"first_seq": p.FirstSeq, "last_seq": p.LastSeq, "tokens_before": w.tokens(entries),
 		},
 	}
 	// A session forgotten while the compression ran keeps nothing of it. (Ingest publishes a
@@ -375,9 +385,9 @@ func (w *Worker) Compress(ctx context.Context, tenant string, p events.Pressure)
 			w.log.Warn().Err(err).Msg("the memo bucket's TTL removes it instead")
 		}
 	}
-	w.cfg.Metrics.Compression(mode, tokens(entries), sum.Tokens, time.Since(start), nil)
+	w.cfg.Metrics.Compression(mode, w.tokens(entries), sum.Tokens, time.Since(start), nil)
 	w.log.Info().Str("tenant", tenant).Str("session", sess).Int("pressure", p.Number).Int("entries", len(entries)).
-		Int("tokens_before", tokens(entries)).Int("tokens_after", sum.Tokens).Int("llm_calls", res.Usage.Calls).
+		Int("tokens_before", w.tokens(entries)).Int("tokens_after", sum.Tokens).Int("llm_calls", res.Usage.Calls).
 		Dur("took", time.Since(start)).Msg("compressed")
 	return sum, true, nil
 }
@@ -394,10 +404,11 @@ func (w *Worker) committed(ctx context.Context, tenant string, p events.Pressure
 	return err
 }
 
-func tokens(es []memory.Entry) int {
+// tokens counts the tokens of es with the compressor's counter (Config.Tokenizer).
+func (w *Worker) tokens(es []memory.Entry) int {
 	n := 0
 	for _, e := range es {
-		n += memory.Estimate(e.Content)
+		n += w.cfg.Summarize.Counter.Count(e.Content)
 	}
 	return n
 }

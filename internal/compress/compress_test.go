@@ -49,6 +49,13 @@ func newPipeline(t testing.TB, budget memory.Budget, chat compress.Chat) *pipeli
 }
 
 func newPipelineWith(t testing.TB, icfg ingest.Config, chat compress.Chat) *pipeline {
+	t.Helper()
+	return newPipelineCompressing(t, icfg, compress.Config{Backoff: func(uint64) time.Duration { return 20 * time.Millisecond }}, chat)
+}
+
+// newPipelineCompressing starts ingest configured by icfg and a compressor configured by ccfg
+// using chat (their Topology is the pipeline's).
+func newPipelineCompressing(t testing.TB, icfg ingest.Config, ccfg compress.Config, chat compress.Chat) *pipeline {
 	budget := icfg.Budget
 	t.Helper()
 	env := brokertest.Start(t)
@@ -66,7 +73,7 @@ func newPipelineWith(t testing.TB, icfg ingest.Config, chat compress.Chat) *pipe
 	}
 	p.ingest = in
 	p.run(in.Run)
-	p.startCompressor(chat)
+	p.startCompressor(ccfg, chat)
 	return p
 }
 
@@ -78,13 +85,13 @@ func jsOf(t testing.TB, env *brokertest.Env) jetstream.JetStream {
 	return js
 }
 
-func (p *pipeline) startCompressor(chat compress.Chat) {
+func (p *pipeline) startCompressor(cfg compress.Config, chat compress.Chat) {
 	model := ""
 	if chat != nil {
 		model = "test-model"
 	}
-	c, err := compress.New(context.Background(), compress.Config{Topology: p.topo, Backoff: func(uint64) time.Duration { return 20 * time.Millisecond }},
-		jsOf(p.t, p.env), chat, model, zerolog.Nop())
+	cfg.Topology = p.topo
+	c, err := compress.New(context.Background(), cfg, jsOf(p.t, p.env), chat, model, zerolog.Nop())
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -246,8 +253,8 @@ func readAll(r *http.Request) []byte {
 
 func newClient(t testing.TB, srv *llmtest.Server, attempts int) *llm.Client {
 	t.Helper()
-	c, err := llm.New(llm.Config{BaseURL: srv.URL, Model: "test-model", APIKey: "sk-test", MaxAttempts: attempts,
-		MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, Timeout: 2 * time.Second}, zerolog.Nop())
+	c, err := llm.New(llm.Config{Endpoint: llm.Endpoint{BaseURL: srv.URL, Model: "test-model", APIKey: "sk-test", MaxAttempts: attempts,
+		MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, Timeout: 2 * time.Second}}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/agentmem/agentmem/internal/archive"
 	"github.com/agentmem/agentmem/internal/llm"
 	"github.com/agentmem/agentmem/internal/metrics"
 )
@@ -118,11 +119,7 @@ func (c *memoChat) Complete(ctx context.Context, req llm.Request) (llm.Response,
 
 // forget deletes the memo of a summary once it is stored.
 func (c *memoChat) forget(ctx context.Context, sc *memoScope) error {
-	st, err := c.js.Stream(ctx, "KV_"+c.bucket)
-	if err == nil {
-		err = st.Purge(ctx, jetstream.WithPurgeSubject("$KV."+c.bucket+"."+sc.prefix+".>"))
-	}
-	if err != nil {
+	if _, err := archive.PurgeKV(ctx, c.js, c.bucket, sc.prefix+".>"); err != nil {
 		return fmt.Errorf("clearing the memo of %s: %w", sc.prefix, err)
 	}
 	return nil

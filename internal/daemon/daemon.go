@@ -89,6 +89,10 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Daemon, error)
 	cfg.Extract.Metrics, cfg.LLM.Metrics = cfg.Metrics, cfg.Metrics
 	cfg.Ingest.Tracer, cfg.Retrieve.Tracer = cfg.Tracer, cfg.Tracer
 	cfg.Compress.Tracer, cfg.Extract.Tracer = cfg.Tracer, cfg.Tracer
+	if cfg.Compress.Tokenizer == "" {
+		// Summaries are capped at what ingest accounts them at, so they count as ingest does.
+		cfg.Compress.Tokenizer = cfg.Ingest.Tokenizer
+	}
 	var chat *llm.Client
 	if cfg.LLM.Enabled() {
 		var err error

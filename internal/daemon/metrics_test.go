@@ -48,7 +48,7 @@ func TestMetricsAfterAScriptedSession(t *testing.T) {
 	d, err := daemon.Start(context.Background(), daemon.Config{
 		Broker:  broker.Config{Listen: freePort(t), DataDir: t.TempDir()},
 		Ingest:  ingest.Config{Budget: budget, SummaryTokens: 100, IdleTimeout: -1},
-		LLM:     llm.Config{BaseURL: srv.URL, Model: "test-model", MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond, Timeout: 5 * time.Second},
+		LLM:     llm.Config{Endpoint: llm.Endpoint{BaseURL: srv.URL, Model: "test-model", MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond, Timeout: 5 * time.Second}},
 		Metrics: m,
 	}, zerolog.Nop())
 	if err != nil {

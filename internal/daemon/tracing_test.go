@@ -51,7 +51,7 @@ func TestOneTraceFollowsATurn(t *testing.T) {
 	d, err := daemon.Start(ctx, daemon.Config{
 		Broker: broker.Config{Listen: freePort(t), DataDir: t.TempDir()},
 		Ingest: ingest.Config{Budget: budget, SummaryTokens: 100, IdleTimeout: -1},
-		LLM:    llm.Config{BaseURL: srv.URL, Model: "test-model", Timeout: 5 * time.Second},
+		LLM:    llm.Config{Endpoint: llm.Endpoint{BaseURL: srv.URL, Model: "test-model", Timeout: 5 * time.Second}},
 		Tracer: server,
 	}, zerolog.Nop())
 	if err != nil {

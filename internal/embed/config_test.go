@@ -8,10 +8,11 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentmem/agentmem/internal/embed"
+	"github.com/agentmem/agentmem/internal/llm"
 )
 
 func TestConfigValidate(t *testing.T) {
-	ok := embed.Config{BaseURL: "https://api.openai.com/v1", Model: testModel}
+	ok := embed.Config{Endpoint: llm.Endpoint{BaseURL: "https://api.openai.com/v1", Model: testModel}}
 	for _, tc := range []struct {
 		name  string
 		edit  func(*embed.Config)
@@ -44,7 +45,7 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestConfigEnabledAndNew(t *testing.T) {
-	for _, cfg := range []embed.Config{{}, {BaseURL: "http://localhost:11434/v1"}, {Model: testModel}} {
+	for _, cfg := range []embed.Config{{}, {Endpoint: llm.Endpoint{BaseURL: "http://localhost:11434/v1"}}, {Endpoint: llm.Endpoint{Model: testModel}}} {
 		if cfg.Enabled() {
 			t.Errorf("%+v: Enabled, want not", cfg)
 		}
@@ -55,7 +56,7 @@ func TestConfigEnabledAndNew(t *testing.T) {
 }
 
 func TestConfigStringMasksKey(t *testing.T) {
-	cfg := embed.Config{BaseURL: "http://localhost:11434/v1", APIKey: testKey, Model: "nomic-embed-text"}
+	cfg := embed.Config{Endpoint: llm.Endpoint{BaseURL: "http://localhost:11434/v1", APIKey: testKey, Model: "nomic-embed-text"}}
 	s := cfg.String()
 	if strings.Contains(s, testKey) || strings.Contains(s, "sk-") {
 		t.Fatalf("String() = %q reveals the key", s)

@@ -42,22 +42,16 @@ type OpenAI struct {
 // NewOpenAI returns an embedding client for cfg after applying defaults. It fails when cfg is
 // not Enabled or does not validate.
 func NewOpenAI(cfg Config, log zerolog.Logger) (*OpenAI, error) {
-	if !cfg.Enabled() {
-		return nil, fmt.Errorf("embed: no embedding model configured (BaseURL and Model are required)")
-	}
-	if err := cfg.Validate(); err != nil {
+	base, err := cfg.Open("embed", "embedding model", cfg.Validate)
+	if err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	base, err := llm.ParseBaseURL(cfg.BaseURL)
-	if err != nil {
-		return nil, fmt.Errorf("embed: BaseURL: %w", err)
-	}
 	o := &OpenAI{
 		cfg:   cfg,
-		svc:   openai.NewEmbeddingService(llm.ClientOptions(cfg.BaseURL, cfg.APIKey)...),
+		svc:   openai.NewEmbeddingService(cfg.ClientOptions()...),
 		cache: newCache(cfg.CacheEntries),
-		retry: cfg.retryPolicy(),
+		retry: cfg.RetryPolicy(),
 	}
 	o.obs = cfg.Metrics.LLM(base.Host, cfg.Model, "embed")
 	o.log = log.With().Str("component", "embed").Str("provider", base.Host).Str("model", cfg.Model).Logger()

@@ -91,14 +91,14 @@ func inputs(t *testing.T, srv *llmtest.Server) [][]string {
 
 func newOpenAI(t *testing.T, baseURL string, edit func(*embed.Config)) (*embed.OpenAI, *lockedBuffer) {
 	t.Helper()
-	cfg := embed.Config{
+	cfg := embed.Config{Endpoint: llm.Endpoint{
 		BaseURL:     baseURL,
 		APIKey:      testKey,
 		Model:       testModel,
 		MaxAttempts: 3,
 		MinBackoff:  5 * time.Millisecond,
 		MaxBackoff:  20 * time.Millisecond,
-	}
+	}}
 	if edit != nil {
 		edit(&cfg)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/agentmem/agentmem/internal/embed"
 	"github.com/agentmem/agentmem/internal/embedder"
 	"github.com/agentmem/agentmem/internal/ingest"
+	"github.com/agentmem/agentmem/internal/llm"
 	"github.com/agentmem/agentmem/internal/llm/llmtest"
 	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/internal/metrics/metricstest"
@@ -99,8 +100,8 @@ func newModel(t *testing.T, name string, edit func(*model)) *model {
 		m.mu.Unlock()
 		llmtest.WriteEmbeddings(w, req.Model, data, len(req.Input))
 	})
-	emb, err := embed.NewOpenAI(embed.Config{BaseURL: m.srv.URL, Model: name, MaxAttempts: 1,
-		MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond}, zerolog.Nop())
+	emb, err := embed.NewOpenAI(embed.Config{Endpoint: llm.Endpoint{BaseURL: m.srv.URL, Model: name, MaxAttempts: 1,
+		MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond}}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

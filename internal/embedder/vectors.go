@@ -200,9 +200,9 @@ type Vectors struct {
 
 // OpenVectors binds the topology's vector bucket, which must exist (events.Topology.Ensure).
 func OpenVectors(ctx context.Context, js jetstream.JetStream, topo events.Topology) (*Vectors, error) {
-	kv, err := js.KeyValue(ctx, topo.VectorBucket())
+	kv, err := events.BindBucket(ctx, js, topo.VectorBucket())
 	if err != nil {
-		return nil, fmt.Errorf("binding bucket %q: %w", topo.VectorBucket(), err)
+		return nil, err
 	}
 	return &Vectors{kv: kv, js: js, bucket: topo.VectorBucket()}, nil
 }

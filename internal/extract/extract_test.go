@@ -257,8 +257,8 @@ func TestTurnsIngestRejectedNeverBecomeFacts(t *testing.T) {
 
 func llmClient(t *testing.T, srv *llmtest.Server) *llm.Client {
 	t.Helper()
-	c, err := llm.New(llm.Config{BaseURL: srv.URL, Model: "test-model", MaxAttempts: 2, MinBackoff: 5 * time.Millisecond,
-		MaxBackoff: 20 * time.Millisecond, Timeout: 2 * time.Second}, zerolog.Nop())
+	c, err := llm.New(llm.Config{Endpoint: llm.Endpoint{BaseURL: srv.URL, Model: "test-model", MaxAttempts: 2, MinBackoff: 5 * time.Millisecond,
+		MaxBackoff: 20 * time.Millisecond, Timeout: 2 * time.Second}}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/agentmem/agentmem/internal/archive"
 	"github.com/agentmem/agentmem/internal/fact"
 	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/reply"
@@ -161,30 +161,12 @@ func (w *Worker) streamLast(ctx context.Context, name string) (uint64, error) {
 
 // purge removes every message on subject from a stream and returns how many there were.
 func (w *Worker) purge(ctx context.Context, stream, subject string) (uint64, error) {
-	s, err := w.js.Stream(ctx, stream)
-	if err != nil {
-		return 0, fmt.Errorf("binding %q: %w", stream, err)
-	}
-	info, err := s.Info(ctx, jetstream.WithSubjectFilter(subject))
-	if err != nil {
-		return 0, fmt.Errorf("counting %s in %q: %w", subject, stream, err)
-	}
-	var n uint64
-	for _, c := range info.State.Subjects {
-		n += c
-	}
-	if n == 0 {
-		return 0, nil
-	}
-	if err := s.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
-		return 0, fmt.Errorf("purging %s from %q: %w", subject, stream, err)
-	}
-	return n, nil
+	return archive.Purge(ctx, w.js, stream, subject)
 }
 
 // purgeKV removes keys matching pattern from a bucket, history included.
 func (w *Worker) purgeKV(ctx context.Context, bucket, pattern string) (uint64, error) {
-	return w.purge(ctx, "KV_"+bucket, "$KV."+bucket+"."+pattern)
+	return archive.PurgeKV(ctx, w.js, bucket, pattern)
 }
 
 // startForget registers the agentmem-extractor micro service with its forget endpoint.

@@ -456,7 +456,7 @@ func TestPageIsSelfContained(t *testing.T) {
 func TestConfigValidate(t *testing.T) {
 	for _, c := range []inspector.Config{
 		{Tenants: []string{"ok", "not.ok"}},
-		{PressureRatio: 1.5},
+		{Budget: memory.Budget{ContextWindow: 1000, PressureRatio: 1.5}},
 	} {
 		if _, err := inspector.New(c, nil, nil, zerolog.Nop()); err == nil {
 			t.Errorf("New(%+v) accepted a bad config", c)

@@ -50,7 +50,11 @@ func start(t testing.TB, cfg inspector.Config) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The inspector is told the listener's address, loopback, as memoryd tells it --http's.
+	// The inspector draws ingest's budget and is told the listener's address, loopback, as
+	// memoryd tells it --http's.
+	if cfg.Budget == (memory.Budget{}) {
+		cfg.Budget = b
+	}
 	srv := httptest.NewUnstartedServer(nil)
 	if cfg.Listen == "" {
 		cfg.Listen = srv.Listener.Addr().String()

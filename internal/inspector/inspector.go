@@ -60,9 +60,10 @@ type Config struct {
 	// Listen is the host:port of the HTTP server that serves the inspector. Without a Token it
 	// must be loopback (127.0.0.0/8, ::1, "localhost"); see CheckExposure.
 	Listen string
-	// PressureRatio is the fraction of a session's budget at which ingest raises pressure, drawn
-	// on the gauge (default memory.DefaultBudget().PressureRatio, 0.8). Pass ingest's own.
-	PressureRatio float64
+	// Budget is ingest's token budget (ingest.Config.Budget): the gauge draws its Threshold(),
+	// the tokens at which ingest raises pressure (default memory.DefaultBudget(), 80 % of
+	// 196,700). Pass ingest's own.
+	Budget memory.Budget
 	// RequestTimeout bounds the reads and the retrieve request of one API call (default 10s).
 	RequestTimeout time.Duration
 }
@@ -71,8 +72,8 @@ func (c Config) withDefaults() Config {
 	if c.Topology.Prefix == "" {
 		c.Topology = events.DefaultTopology()
 	}
-	if c.PressureRatio == 0 {
-		c.PressureRatio = memory.DefaultBudget().PressureRatio
+	if c.Budget == (memory.Budget{}) {
+		c.Budget = memory.DefaultBudget()
 	}
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = 10 * time.Second
@@ -82,7 +83,7 @@ func (c Config) withDefaults() Config {
 
 // Validate names the first bad field: the topology, no Token with a Listen that is not loopback
 // (wrapping ErrTokenRequired), a tenant of the allow-list that is not a valid token, or a
-// pressure ratio outside (0, 1].
+// budget memory.Budget.Validate refuses.
 func (c Config) Validate() error {
 	if err := c.Topology.Validate(); err != nil {
 		return fmt.Errorf("inspector: %w", err)
@@ -95,8 +96,8 @@ func (c Config) Validate() error {
 			return fmt.Errorf("inspector: Tenants: %w", err)
 		}
 	}
-	if !(c.PressureRatio > 0 && c.PressureRatio <= 1) {
-		return fmt.Errorf("inspector: PressureRatio is %v, must be in (0, 1]", c.PressureRatio)
+	if err := c.Budget.Validate(); err != nil {
+		return fmt.Errorf("inspector: Budget: %w", err)
 	}
 	return nil
 }

@@ -291,11 +291,11 @@ func (i *Inspector) sessionDetail(ctx context.Context, key session.Key) (Session
 	return d, nil
 }
 
-// gauge places the kept tokens against the budget and the pressure threshold.
+// gauge places the kept tokens against the budget and ingest's pressure threshold.
 func (i *Inspector) gauge(h session.Header, sums []SummaryView) Gauge {
 	g := Gauge{
-		Tokens: h.Tokens, Budget: h.Budget, Ratio: h.Ratio(), ThresholdRatio: i.cfg.PressureRatio,
-		Threshold:     memory.Budget{ContextWindow: h.Budget, PressureRatio: i.cfg.PressureRatio}.Threshold(),
+		Tokens: h.Tokens, Budget: h.Budget, Ratio: h.Ratio(), ThresholdRatio: i.cfg.Budget.PressureRatio,
+		Threshold:     i.cfg.Budget.Threshold(),
 		PendingTokens: h.PendingTokens, Above: h.Above, Pressures: h.Pressures, Summaries: h.Summaries,
 		State: "ok",
 	}
@@ -304,7 +304,7 @@ func (i *Inspector) gauge(h session.Header, sums []SummaryView) Gauge {
 			g.State = "compressing"
 		}
 	}
-	if h.Budget > 0 && h.Tokens >= g.Threshold {
+	if h.Budget > 0 && i.cfg.Budget.NeedsCompression(h.Tokens) {
 		g.State = "pressure"
 	}
 	return g

@@ -8,8 +8,9 @@
 // context too long) or ErrMalformed (the server answered but not with a completion), so callers
 // can tell a retry-later from a never.
 //
-// RetryPolicy, Attempt and ClientOptions are shared with package embed, which calls the
-// embeddings endpoint of the same kind of server.
+// Endpoint (the configuration of an endpoint: URL, key, model, timeout, retries), RetryPolicy
+// and Attempt are shared with package embed, which calls the embeddings endpoint of the same
+// kind of server.
 package llm
 
 import (
@@ -48,25 +49,19 @@ type Client struct {
 // New returns a Client for cfg after applying defaults. It fails when cfg is not Enabled or
 // does not validate.
 func New(cfg Config, log zerolog.Logger) (*Client, error) {
-	if !cfg.Enabled() {
-		return nil, fmt.Errorf("llm: no LLM configured (BaseURL and Model are required)")
-	}
-	if err := cfg.Validate(); err != nil {
+	base, err := cfg.Open("llm", "LLM", cfg.Validate)
+	if err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	base, err := ParseBaseURL(cfg.BaseURL)
-	if err != nil {
-		return nil, fmt.Errorf("llm: BaseURL: %w", err)
-	}
 	c := &Client{
 		cfg:  cfg,
 		base: base,
-		chat: openai.NewChatCompletionService(ClientOptions(cfg.BaseURL, cfg.APIKey)...),
+		chat: openai.NewChatCompletionService(cfg.ClientOptions()...),
 		sem:  make(chan struct{}, cfg.MaxConcurrency),
 		log:  log.With().Str("component", "llm").Str("provider", base.Host).Str("model", cfg.Model).Logger(),
 	}
-	c.retry = cfg.retryPolicy()
+	c.retry = cfg.RetryPolicy()
 	c.obs = cfg.Metrics.LLM(base.Host, cfg.Model, "complete")
 	return c, nil
 }

@@ -58,14 +58,14 @@ func (s *logSink) String() string {
 // sink; edit adjusts the config.
 func newClient(t *testing.T, baseURL string, edit func(*llm.Config)) (*llm.Client, *logSink) {
 	t.Helper()
-	cfg := llm.Config{
+	cfg := llm.Config{Endpoint: llm.Endpoint{
 		BaseURL:     baseURL,
 		APIKey:      testKey,
 		Model:       testModel,
 		MaxAttempts: 3,
 		MinBackoff:  5 * time.Millisecond,
 		MaxBackoff:  20 * time.Millisecond,
-	}
+	}}
 	if edit != nil {
 		edit(&cfg)
 	}

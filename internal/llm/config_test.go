@@ -11,7 +11,7 @@ import (
 )
 
 func TestConfigValidate(t *testing.T) {
-	ok := llm.Config{BaseURL: "http://localhost:11434/v1", Model: "qwen2.5"}
+	ok := llm.Config{Endpoint: llm.Endpoint{BaseURL: "http://localhost:11434/v1", Model: "qwen2.5"}}
 	for _, tc := range []struct {
 		name  string
 		edit  func(*llm.Config)
@@ -48,8 +48,8 @@ func TestConfigValidate(t *testing.T) {
 func TestConfigEnabledAndNew(t *testing.T) {
 	for _, cfg := range []llm.Config{
 		{},
-		{BaseURL: "http://localhost:11434/v1"},
-		{Model: "gpt-4o-mini"},
+		{Endpoint: llm.Endpoint{BaseURL: "http://localhost:11434/v1"}},
+		{Endpoint: llm.Endpoint{Model: "gpt-4o-mini"}},
 	} {
 		if cfg.Enabled() {
 			t.Errorf("%+v: Enabled, want not", cfg)
@@ -58,13 +58,13 @@ func TestConfigEnabledAndNew(t *testing.T) {
 			t.Errorf("%+v: New succeeded, want an error", cfg)
 		}
 	}
-	if _, err := llm.New(llm.Config{BaseURL: "mailto:x@example.com", Model: "m"}, zerolog.Nop()); err == nil {
+	if _, err := llm.New(llm.Config{Endpoint: llm.Endpoint{BaseURL: "mailto:x@example.com", Model: "m"}}, zerolog.Nop()); err == nil {
 		t.Error("New accepted a mailto base URL")
 	}
 }
 
 func TestConfigStringMasksKey(t *testing.T) {
-	cfg := llm.Config{BaseURL: "https://user:hunter2@api.openai.com/v1", APIKey: testKey, Model: "gpt-4o-mini"}
+	cfg := llm.Config{Endpoint: llm.Endpoint{BaseURL: "https://user:hunter2@api.openai.com/v1", APIKey: testKey, Model: "gpt-4o-mini"}}
 	s := cfg.String()
 	for _, secret := range []string{testKey, "sk-", "hunter2"} {
 		if strings.Contains(s, secret) {

@@ -66,12 +66,12 @@ func MaskSecret(secret string) string {
 	return "****"
 }
 
-// ClientOptions returns the openai-go options for an OpenAI-compatible endpoint: its base URL,
-// the API key (sent as a bearer token; none when empty, as for Ollama), the SDK's own retries
-// disabled (RetryPolicy retries instead) and an HTTP client of its own. Services built from
-// these options alone (openai.NewChatCompletionService, openai.NewEmbeddingService) never read
-// the OPENAI_* environment variables the way openai.NewClient does.
-func ClientOptions(baseURL, apiKey string) []option.RequestOption {
+// ClientOptions returns the openai-go options for the endpoint: its base URL, the API key
+// (sent as a bearer token; none when empty, as for Ollama), the SDK's own retries disabled
+// (RetryPolicy retries instead) and an HTTP client of its own. Services built from these
+// options alone (openai.NewChatCompletionService, openai.NewEmbeddingService) never read the
+// OPENAI_* environment variables the way openai.NewClient does.
+func (e Endpoint) ClientOptions() []option.RequestOption {
 	transport := http.DefaultTransport
 	if t, ok := transport.(*http.Transport); ok {
 		t = t.Clone()
@@ -79,12 +79,12 @@ func ClientOptions(baseURL, apiKey string) []option.RequestOption {
 		transport = t
 	}
 	opts := []option.RequestOption{
-		option.WithBaseURL(baseURL),
+		option.WithBaseURL(e.BaseURL),
 		option.WithMaxRetries(0),
 		option.WithHTTPClient(&http.Client{Transport: transport}),
 	}
-	if apiKey != "" {
-		opts = append(opts, option.WithAPIKey(apiKey))
+	if e.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(e.APIKey))
 	}
 	return opts
 }

@@ -127,9 +127,9 @@ type Store struct {
 
 // Open binds to the long-term bucket of topo, which must exist (events.Topology.Ensure).
 func Open(ctx context.Context, js jetstream.JetStream, topo events.Topology) (*Store, error) {
-	kv, err := js.KeyValue(ctx, topo.LongTermBucket())
+	kv, err := events.BindBucket(ctx, js, topo.LongTermBucket())
 	if err != nil {
-		return nil, fmt.Errorf("binding bucket %q: %w", topo.LongTermBucket(), err)
+		return nil, err
 	}
 	return &Store{kv: kv, js: js, bucket: topo.LongTermBucket()}, nil
 }

@@ -18,8 +18,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/agentmem/agentmem/internal/search"
 )
 
 // dataDir holds the shared development sets (see its README.md and baselines.md).
@@ -45,22 +43,6 @@ type cfgRanker Config
 func (c cfgRanker) rank(docs []Doc, query string) []string {
 	ix := NewIndex(Config(c))
 	ix.Add(docs...)
-	hits := ix.Search(query, 50)
-	ids := make([]string, len(hits))
-	for i, h := range hits {
-		ids[i] = h.ID
-	}
-	return ids
-}
-
-// plainBM25 ranks with internal/search's index, the retriever's current method: the baseline.
-type plainBM25 struct{}
-
-func (plainBM25) rank(docs []Doc, query string) []string {
-	ix := search.NewIndex()
-	for _, d := range docs {
-		ix.Add(d.ID, d.Text)
-	}
 	hits := ix.Search(query, 50)
 	ids := make([]string, len(hits))
 	for i, h := range hits {
@@ -398,7 +380,6 @@ func devMethods() []method {
 		{name: "# baselines"},
 		{"baselines.md reproduction (simple tokens)", refRanker{tokens: refWords},
 			refRanker{tokens: refBigrams, queryTF: -1}, refRanker{tokens: refWordsStop, queryTF: -1}},
-		all("BM25 (internal/search, retriever today)", plainBM25{}),
 		all("BM25 (rank, all components off)", cfgRanker(bm25(Config{}))),
 
 		{name: "# each component added alone to BM25 (the ones left out [out]: to BM25 + k3)"},

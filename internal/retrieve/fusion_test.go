@@ -14,6 +14,7 @@ import (
 	"github.com/agentmem/agentmem/internal/embed"
 	"github.com/agentmem/agentmem/internal/embed/wordvec"
 	"github.com/agentmem/agentmem/internal/embedder"
+	"github.com/agentmem/agentmem/internal/llm"
 	"github.com/agentmem/agentmem/internal/llm/llmtest"
 	"github.com/agentmem/agentmem/internal/rank"
 	"github.com/agentmem/agentmem/internal/vector"
@@ -188,7 +189,7 @@ func TestFusionWithEndpoint(t *testing.T) {
 		}
 		llmtest.WriteEmbeddings(w, req.Model, data, len(req.Input))
 	})
-	emb, err := embed.NewOpenAI(embed.Config{BaseURL: srv.URL, Model: "fake-topics"}, zerolog.Nop())
+	emb, err := embed.NewOpenAI(embed.Config{Endpoint: llm.Endpoint{BaseURL: srv.URL, Model: "fake-topics"}}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,23 +19,25 @@ import (
 // profile leaves) goes to the ranked entries.
 const ProfileShare = 0.25
 
-// profileFacts returns the user's facts live at `at` (from the user view loaded by the request),
-// most relevant first by rel (the fused relevance of the candidates the query ranked), then the
-// newest.
-func (s *Service) profileFacts(key userKey, at time.Time, rel map[string]float64) []memory.Entry {
-	uv := s.users.get(key)
-	uv.mu.Lock()
+// liveFacts returns the user's facts live at `at`, in no order. The caller holds u.mu: the
+// request that ranks the view reads its profile from it under the same lock.
+func (u *userView) liveFacts(at time.Time) []memory.Entry {
 	var out []memory.Entry
-	for id, e := range uv.long {
-		if e.Type == memory.Fact && !e.Timestamp.After(at) && uv.visibleAt(id, at) {
+	for id, e := range u.long {
+		if e.Type == memory.Fact && !e.Timestamp.After(at) && u.visibleAt(id, at) {
 			out = append(out, e)
 		}
 	}
-	uv.mu.Unlock()
-	slices.SortFunc(out, func(a, b memory.Entry) int {
+	return out
+}
+
+// byRelevance sorts facts most relevant first by rel (the fused relevance of the candidates the
+// query ranked), then the newest, and returns them.
+func byRelevance(facts []memory.Entry, rel map[string]float64) []memory.Entry {
+	slices.SortFunc(facts, func(a, b memory.Entry) int {
 		return cmp.Or(cmp.Compare(rel[b.ID], rel[a.ID]), b.Timestamp.Compare(a.Timestamp), cmp.Compare(a.ID, b.ID))
 	})
-	return out
+	return facts
 }
 
 // profileEntries turns facts into reply entries, leaving out those in ranked. They are not

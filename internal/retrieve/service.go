@@ -401,14 +401,17 @@ func (s *Service) Retrieve(ctx context.Context, tenant string, req events.Retrie
 		s.cfg.Metrics.RetrieveSource("short", time.Since(start))
 	}
 	wantLong, wantArchive := slices.Contains(sources, memory.SourceLong), slices.Contains(sources, memory.SourceArchive)
+	// The user's live facts are their profile: a share of the context whatever the query.
+	wantProfile := user != "" && wantLong && (len(types) == 0 || types[memory.Fact]) && req.ContextTokensOrDefault() > 0
+	var facts []memory.Entry
 	if user != "" && (wantLong || wantArchive) {
 		start := time.Now()
-		more, rerr := s.userCandidates(ctx, userKey{tenant, user}, req.Query, qv, model, at, k, wantLong, wantArchive)
+		more, live, rerr := s.userCandidates(ctx, userKey{tenant, user}, req.Query, qv, model, at, k, wantLong, wantArchive, wantProfile)
 		s.cfg.Metrics.RetrieveSource("user", time.Since(start))
 		if rerr != nil {
 			return reply, rerr
 		}
-		cands = append(cands, more...)
+		cands, facts = append(cands, more...), live
 	}
 
 	fuse(s.cfg.Fusion, cands)
@@ -454,16 +457,15 @@ func (s *Service) Retrieve(ctx context.Context, tenant string, req events.Retrie
 	if limit := req.LimitOrDefault(); len(reply.Entries) > limit {
 		reply.Entries = reply.Entries[:limit]
 	}
-	// The user's live facts are their profile: a share of the context whatever the query.
 	var profile []events.RetrievedEntry
-	if user != "" && wantLong && (len(types) == 0 || types[memory.Fact]) && req.ContextTokensOrDefault() > 0 {
+	if wantProfile {
 		rel := map[string]float64{}
 		for _, c := range cands {
 			if c.entry.Type == memory.Fact {
 				rel[c.entry.ID] = max(rel[c.entry.ID], c.fused())
 			}
 		}
-		profile = profileEntries(s.profileFacts(userKey{tenant, user}, at, rel), reply.Entries)
+		profile = profileEntries(byRelevance(facts, rel), reply.Entries)
 	}
 	reply.Context, reply.ContextTokens, reply.Profile = buildContext(reply.Entries, profile, req.Query, req.ContextTokensOrDefault(), s.counter)
 	return reply, nil
@@ -562,8 +564,9 @@ func (s *Service) queryEmbedder() Embedder {
 	return s.cfg.Embedder
 }
 
-// userCandidates scores a user's long-term memory and archive.
-func (s *Service) userCandidates(ctx context.Context, key userKey, query string, qv []float32, model string, at time.Time, k int, long, arch bool) ([]candidate, *Error) {
+// userCandidates scores a user's long-term memory and archive and, with profile, returns the
+// user's facts live at `at` from the same view (see liveFacts).
+func (s *Service) userCandidates(ctx context.Context, key userKey, query string, qv []float32, model string, at time.Time, k int, long, arch, profile bool) ([]candidate, []memory.Entry, *Error) {
 	var stored *storedVectors
 	if qv != nil {
 		stored = s.userVectors(ctx, key, model)
@@ -574,13 +577,17 @@ func (s *Service) userCandidates(ctx context.Context, key userKey, query string,
 	defer cancel()
 	if err := uv.refreshLong(rctx, s.long); err != nil {
 		uv.mu.Unlock()
-		return nil, &Error{Code: 500, Message: "reading long-term memory: " + err.Error()}
+		return nil, nil, &Error{Code: 500, Message: "reading long-term memory: " + err.Error()}
 	}
 	sessionOf := func(e memory.Entry) string {
 		sess, _ := e.Metadata["session"].(string)
 		return sess
 	}
 	var out []candidate
+	var facts []memory.Entry
+	if profile {
+		facts = uv.liveFacts(at)
+	}
 	if long {
 		var vec map[string]float64
 		var hasVector func(string) bool
@@ -601,7 +608,7 @@ func (s *Service) userCandidates(ctx context.Context, key userKey, query string,
 	if arch {
 		if err := uv.refreshArchive(rctx, s.store, s.reader); err != nil {
 			uv.mu.Unlock()
-			return nil, &Error{Code: 500, Message: "reading the archive: " + err.Error()}
+			return nil, nil, &Error{Code: 500, Message: "reading the archive: " + err.Error()}
 		}
 		var vec map[string]float64
 		var hasVector func(string) bool
@@ -625,7 +632,7 @@ func (s *Service) userCandidates(ctx context.Context, key userKey, query string,
 	}
 	uv.mu.Unlock()
 	s.users.noteSessions(uv, sessions)
-	return out, nil
+	return out, facts, nil
 }
 
 // bodyTenant returns the tenant a JSON request body names itself, if it has a "tenant" field.

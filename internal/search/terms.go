@@ -33,21 +33,6 @@ func Terms(text string) []string {
 	return t.out
 }
 
-// QueryTerms is [Terms] with repeated terms removed, first occurrences kept in order.
-func QueryTerms(text string) []string {
-	terms := Terms(text)
-	seen := make(map[string]struct{}, len(terms))
-	out := terms[:0]
-	for _, term := range terms {
-		if _, dup := seen[term]; dup {
-			continue
-		}
-		seen[term] = struct{}{}
-		out = append(out, term)
-	}
-	return out
-}
-
 // tokenizer holds the state of one pass of Terms over a text. Terms are substrings of the
 // text wherever folding changed nothing, so most of them cost no allocation.
 type tokenizer struct {

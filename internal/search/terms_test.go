@@ -93,7 +93,7 @@ func TestTermsShared(t *testing.T) {
 		t.Run(tt.query, func(t *testing.T) {
 			doc := Terms(tt.doc)
 			var missing []string
-			for _, q := range QueryTerms(tt.query) {
+			for _, q := range Terms(tt.query) {
 				if !slices.Contains(doc, q) {
 					missing = append(missing, q)
 				}
@@ -106,32 +106,8 @@ func TestTermsShared(t *testing.T) {
 	}
 }
 
-func TestQueryTerms(t *testing.T) {
-	tests := []struct {
-		text string
-		want []string
-	}{
-		{"", nil},
-		{"go Go GO go", []string{"go"}},
-		{"languages and language", []string{"language"}},
-		{"语言语言", []string{"语", "语言", "言", "言语"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.text, func(t *testing.T) {
-			got := QueryTerms(tt.text)
-			if len(got) == 0 && len(tt.want) == 0 {
-				return
-			}
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("QueryTerms(%q) = %q, want %q", tt.text, got, tt.want)
-			}
-		})
-	}
-}
-
 // FuzzTerms checks the invariants of Terms on any input: no empty terms, no terms with
-// spaces or separators, valid UTF-8 out of valid UTF-8 in, the same result every time, and
-// QueryTerms equal to Terms without repeats.
+// spaces or separators, valid UTF-8 out of valid UTF-8 in, the same result every time.
 func FuzzTerms(f *testing.F) {
 	for _, s := range []string{
 		"", "I love writing Go, it's my favourite language", "我最喜欢的编程语言是什么？",
@@ -157,15 +133,6 @@ func FuzzTerms(f *testing.F) {
 		}
 		if again := Terms(text); !slices.Equal(terms, again) {
 			t.Fatalf("Terms(%q) not deterministic: %q then %q", text, terms, again)
-		}
-		var want []string
-		for _, term := range terms {
-			if !slices.Contains(want, term) {
-				want = append(want, term)
-			}
-		}
-		if got := QueryTerms(text); !slices.Equal(got, want) {
-			t.Fatalf("QueryTerms(%q) = %q, want %q", text, got, want)
 		}
 	})
 }

@@ -65,9 +65,9 @@ func (s *Store) Instrument(r *integrity.Reporter) *Store {
 
 // Open binds to the usage bucket of topo, which must exist (events.Topology.Ensure).
 func Open(ctx context.Context, js jetstream.JetStream, topo events.Topology) (*Store, error) {
-	kv, err := js.KeyValue(ctx, topo.UsageBucket())
+	kv, err := events.BindBucket(ctx, js, topo.UsageBucket())
 	if err != nil {
-		return nil, fmt.Errorf("binding bucket %q: %w", topo.UsageBucket(), err)
+		return nil, err
 	}
 	return &Store{kv: kv, js: js, bucket: topo.UsageBucket()}, nil
 }

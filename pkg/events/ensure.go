@@ -77,6 +77,17 @@ func EnsureBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.Key
 	return kv, err
 }
 
+// BindBucket binds the KV bucket name, which must exist (Topology.Ensure creates every bucket
+// at start-up; nothing else does). It fails, naming the bucket, when the bucket does not exist
+// or the server does not answer.
+func BindBucket(ctx context.Context, js jetstream.JetStream, name string) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("binding bucket %q: %w", name, err)
+	}
+	return kv, nil
+}
+
 // ensureConsumer is EnsureStream for a durable consumer: look it up, create it when missing,
 // update it only when a field agentmem sets differs, and try again while the cluster cannot.
 func ensureConsumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig) error {

@@ -57,8 +57,20 @@ func BindBudget(fs *flag.FlagSet) *Budget {
 	fs.IntVar(&b.System, "reserve-system", d.System, "tokens reserved for the system prompt")
 	fs.IntVar(&b.Tools, "reserve-tools", d.Tools, "tokens reserved for tool definitions")
 	fs.IntVar(&b.Response, "reserve-response", d.Response, "tokens reserved for the response")
-	fs.StringVar(&b.Tokenizer, "tokenizer", "estimate", "token counter: estimate (ceil(cjk/1.5 + other/4)) or o200k (exact, offline)")
+	bindTokenizer(fs, &b.Tokenizer)
 	return b
+}
+
+// BindTokenizer registers --tokenizer alone, for the workers that count tokens without a budget
+// (compressor, extractor): pass it to their Config's Tokenizer.
+func BindTokenizer(fs *flag.FlagSet) *string {
+	s := new(string)
+	bindTokenizer(fs, s)
+	return s
+}
+
+func bindTokenizer(fs *flag.FlagSet, s *string) {
+	fs.StringVar(s, "tokenizer", "estimate", "token counter: estimate (ceil(cjk/1.5 + other/4)) or o200k (exact, offline)")
 }
 
 // Memory returns the budget as memory.Budget.
@@ -109,12 +121,19 @@ func (t *Topology) Events() events.Topology {
 // --llm-concurrency (AGENTMEM_LLM_BASE_URL, AGENTMEM_LLM_API_KEY, AGENTMEM_LLM_MODEL, …).
 func BindLLM(fs *flag.FlagSet) *llm.Config {
 	c := &llm.Config{}
-	fs.StringVar(&c.BaseURL, "llm-base-url", "", "OpenAI-compatible API root (GLM, OpenAI, DeepSeek, Ollama, vLLM, llama.cpp); empty: offline")
-	fs.StringVar(&c.APIKey, "llm-api-key", "", "API key of the LLM endpoint (secret)")
-	fs.StringVar(&c.Model, "llm-model", "", "model name")
-	fs.DurationVar(&c.Timeout, "llm-timeout", 60*time.Second, "timeout of one LLM call attempt")
-	fs.IntVar(&c.MaxConcurrency, "llm-concurrency", 4, "LLM calls in flight at once")
+	bindEndpoint(fs, "llm", &c.Endpoint, "OpenAI-compatible API root (GLM, OpenAI, DeepSeek, Ollama, vLLM, llama.cpp); empty: offline",
+		"LLM", "model name")
+	fs.DurationVar(&c.Timeout, "llm-timeout", llm.DefaultTimeout, "timeout of one LLM call attempt")
+	fs.IntVar(&c.MaxConcurrency, "llm-concurrency", llm.DefaultMaxConcurrency, "LLM calls in flight at once")
 	return c
+}
+
+// bindEndpoint registers --<name>-base-url, --<name>-api-key and --<name>-model into e: the
+// flags every OpenAI-compatible endpoint has. what names the endpoint in the key's usage.
+func bindEndpoint(fs *flag.FlagSet, name string, e *llm.Endpoint, baseURLUsage, what, modelUsage string) {
+	fs.StringVar(&e.BaseURL, name+"-base-url", "", baseURLUsage)
+	fs.StringVar(&e.APIKey, name+"-api-key", "", "API key of the "+what+" endpoint (secret)")
+	fs.StringVar(&e.Model, name+"-model", "", modelUsage)
 }
 
 // Embed holds the embedding flags: which embedder (Mode) and the OpenAI-compatible endpoint's
@@ -145,9 +164,8 @@ const LocalEmbedDefault = true
 func BindEmbed(fs *flag.FlagSet) *Embed {
 	c := &Embed{}
 	fs.StringVar(&c.Mode, "embed", EmbedAuto, "embedder: auto (the --embed-base-url endpoint when set, else local), local (shipped GloVe word vectors, English only, no endpoint) or off (keyword relevance only)")
-	fs.StringVar(&c.BaseURL, "embed-base-url", "", "OpenAI-compatible /embeddings API root (OpenAI, GLM, Ollama, vLLM, …); empty: the local embedder (see --embed)")
-	fs.StringVar(&c.APIKey, "embed-api-key", "", "API key of the embeddings endpoint (secret)")
-	fs.StringVar(&c.Model, "embed-model", "", "embedding model name of the endpoint")
+	bindEndpoint(fs, "embed", &c.Endpoint, "OpenAI-compatible /embeddings API root (OpenAI, GLM, Ollama, vLLM, …); empty: the local embedder (see --embed)",
+		"embeddings", "embedding model name of the endpoint")
 	fs.IntVar(&c.Dimensions, "embed-dimensions", 0, "embedding dimensions to ask for (0: the model's)")
 	return c
 }

@@ -1,4 +1,7 @@
-package search
+package rank
+
+// TestRelevance came from internal/search, where it ranked with a BM25 index only tests used;
+// it now ranks with this package's Index, the retriever's.
 
 import (
 	"slices"
@@ -42,7 +45,10 @@ func TestRelevance(t *testing.T) {
 		{"ＧＯ语言", "zh-go", []string{"zh-language"}},
 		{"東京", "ja-tokyo", nil},
 	}
-	ix := newTestIndex(t, relevanceCorpus)
+	ix := NewIndex(Config{})
+	for id, text := range relevanceCorpus {
+		ix.Add(Doc{ID: id, Text: text, Kind: "fact"})
+	}
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
 			hits := ix.Search(tt.query, 0)
@@ -50,9 +56,9 @@ func TestRelevance(t *testing.T) {
 				t.Fatalf("Search(%q) = %v, want %s first", tt.query, hits, tt.want)
 			}
 			for _, h := range hits[1:] {
-				if slices.Contains(tt.above, h.ID) && !(h.Score < hits[0].Score) {
+				if slices.Contains(tt.above, h.ID) && !(h.Relevance < hits[0].Relevance) {
 					t.Errorf("Search(%q): %s scores %v, want below %s's %v",
-						tt.query, h.ID, h.Score, tt.want, hits[0].Score)
+						tt.query, h.ID, h.Relevance, tt.want, hits[0].Relevance)
 				}
 			}
 			t.Logf("%q: %v", tt.query, hits)

@@ -10,4 +10,10 @@ type Embedder interface {
 	Name() string
 }
 
+// Local is implemented by an embedder that runs in the process (no network round trip), so
+// callers need not wait to gather texts into larger batches.
+type Local interface {
+	Local() bool
+}
+
 var _ Embedder = (*OpenAI)(nil)

@@ -3,6 +3,7 @@ package embedder
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/agentmem/agentmem/internal/embed"
@@ -46,8 +47,17 @@ func (b *batcher) embed(ctx context.Context, text string) ([]float32, error) {
 	}
 }
 
-// run makes the batches until ctx ends.
+// run makes the batches until ctx ends, with up to callsInFlight Embed calls at once (the next
+// batch forms while one is being embedded). An embedder in the process (embed.Local) embeds
+// what is there at once: waiting to fill a batch only pays for a network round trip.
 func (b *batcher) run(ctx context.Context) {
+	wait := b.wait
+	if l, ok := b.emb.(embed.Local); ok && l.Local() {
+		wait = 0
+	}
+	calls := make(chan struct{}, callsInFlight)
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for {
 		var batch []batchReq
 		select {
@@ -56,9 +66,18 @@ func (b *batcher) run(ctx context.Context) {
 		case r := <-b.reqs:
 			batch = append(batch, r)
 		}
-		timer := time.NewTimer(b.wait)
+		timer := time.NewTimer(wait)
 	fill:
 		for len(batch) < b.size {
+			select {
+			case r := <-b.reqs:
+				batch = append(batch, r)
+				continue
+			default:
+			}
+			if wait == 0 {
+				break
+			}
 			select {
 			case r := <-b.reqs:
 				batch = append(batch, r)
@@ -69,9 +88,16 @@ func (b *batcher) run(ctx context.Context) {
 			}
 		}
 		timer.Stop()
-		b.call(ctx, batch)
+		calls <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-calls }()
+			b.call(ctx, batch)
+		})
 	}
 }
+
+// callsInFlight bounds the Embed calls made at once.
+const callsInFlight = 4
 
 // callTimeout bounds one Embed call of a batch (the embedder's own retries included).
 const callTimeout = 2 * time.Minute

@@ -106,6 +106,12 @@ type Worker struct {
 	// stopping is closed when Run's context ends: a turn waiting for ingest gives its message
 	// back at once instead of holding the shutdown up.
 	stopping chan struct{}
+	// turnsSince is when the turns consumer was created: a turn stored after it and delivered
+	// for the first time cannot have a vector yet (nothing else embeds live turns), so its
+	// vector is written without looking for one first. Turns stored before (a consumer created
+	// again, going through the stream from the start) are looked up, and embedded only if they
+	// have none.
+	turnsSince time.Time
 }
 
 // New returns the stage embedding with emb. It creates its consumers; Run starts it.
@@ -134,8 +140,13 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, emb embed.Embe
 			return nil, err
 		}
 	}
+	turns, err := js.Consumer(ctx, topo.TurnsStream(), ccs[topo.TurnsStream()].Durable)
+	if err != nil {
+		return nil, fmt.Errorf("binding consumer %q: %w", ccs[topo.TurnsStream()].Durable, err)
+	}
 	w := &Worker{
-		cfg: cfg, emb: emb, vectors: vectors.Instrument(rep), log: log, stopping: make(chan struct{}),
+		turnsSince: turns.CachedInfo().Created,
+		cfg:        cfg, emb: emb, vectors: vectors.Instrument(rep), log: log, stopping: make(chan struct{}),
 		sessions: newSessionCache(store.Instrument(rep), sessionCacheSize),
 		batch: &batcher{emb: emb, size: cfg.BatchSize, wait: cfg.BatchWait, reqs: make(chan batchReq),
 			embedded: func(n int) { cfg.Metrics.Embedded(emb.Name(), n) }},
@@ -247,7 +258,8 @@ func (w *Worker) handleTurn(ctx context.Context, e worker.Event, turn events.Tur
 		w.cfg.Metrics.EmbedSkipped("turn")
 		return nil
 	}
-	return w.store(ctx, k.Tenant, user, e.Event.ID(), KindTurn, turn.Content)
+	fresh := e.Meta.NumDelivered == 1 && e.Meta.Timestamp.After(w.turnsSince)
+	return w.storeVector(ctx, k.Tenant, user, e.Event.ID(), KindTurn, turn.Content, !fresh)
 }
 
 // handleSummary embeds a summary (the compressor stored it in the long-term bucket before
@@ -270,14 +282,22 @@ func (w *Worker) handleFact(ctx context.Context, e worker.Event, fe events.FactE
 
 // store embeds text as entry id of (tenant, user) unless its vector exists, and stores it.
 func (w *Worker) store(ctx context.Context, tenant, user, id string, kind byte, text string) error {
+	return w.storeVector(ctx, tenant, user, id, kind, text, true)
+}
+
+// storeVector embeds and stores text as entry id; look says whether to look for a stored vector
+// first (false: none can exist yet).
+func (w *Worker) storeVector(ctx context.Context, tenant, user, id string, kind byte, text string, look bool) error {
 	model := w.emb.Name()
-	has, err := w.vectors.Has(ctx, tenant, user, model, id)
-	if err != nil {
-		return err
-	}
-	if has {
-		w.cfg.Metrics.EmbedSkipped("stored")
-		return nil
+	if look {
+		has, err := w.vectors.Has(ctx, tenant, user, model, id)
+		if err != nil {
+			return err
+		}
+		if has {
+			w.cfg.Metrics.EmbedSkipped("stored")
+			return nil
+		}
 	}
 	vec, err := w.batch.embed(ctx, text)
 	if err != nil {

@@ -121,6 +121,9 @@ func (e *Embedder) WithoutCommon(name string) *Embedder {
 // Name identifies the embedder's vectors (see the constant Name).
 func (e *Embedder) Name() string { return e.name }
 
+// Local reports that the embedder runs in the process (embed.Local).
+func (e *Embedder) Local() bool { return true }
+
 // Dim is the length of the vectors.
 func (e *Embedder) Dim() int { return e.dim }
 

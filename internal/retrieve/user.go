@@ -252,7 +252,7 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 }
 
 // archiveReaders bounds the sessions a user's archive reads at once.
-const archiveReaders = 8
+const archiveReaders = 32
 
 // searchText is what a long-term entry is found by: its content and, for a fact, the words of
 // the turns that stated it and its key ("user.favorite_language" reads "favorite language").

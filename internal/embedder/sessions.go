@@ -52,7 +52,7 @@ func (c *sessionCache) get(k session.Key) *cachedSession {
 			}
 			delete(c.items, oldest)
 		}
-		cs = &cachedSession{state: session.NewState(k, 0), changed: make(chan struct{})}
+		cs = &cachedSession{state: session.NewDecisions(k), changed: make(chan struct{})}
 		c.items[k] = cs
 	}
 	cs.used = c.tick

@@ -21,17 +21,13 @@ import (
 	"github.com/agentmem/agentmem/pkg/events"
 )
 
-// BenchmarkColdLoad10k measures the first request for a user with 10,000 archived turns in 20
-// sessions, as a retriever that just started (or evicted the user) answers it: the user's
-// sessions, chunks and turns read from JetStream and indexed. Each iteration uses a new
-// retriever; b.N is the number of cold loads.
-func BenchmarkColdLoad10k(b *testing.B) {
+// startAgentmem starts an in-process agentmem (every worker) for a benchmark and connects to it.
+func startAgentmem(b *testing.B) (*nats.Conn, jetstream.JetStream) {
 	cfg := daemon.Config{
 		Broker: broker.Config{Listen: "127.0.0.1:-1", DataDir: b.TempDir()},
 		Ingest: ingest.Config{IdleTimeout: -1},
 	}
-	ctx := context.Background()
-	d, err := daemon.Start(ctx, cfg, zerolog.Nop())
+	d, err := daemon.Start(context.Background(), cfg, zerolog.Nop())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -42,6 +38,16 @@ func BenchmarkColdLoad10k(b *testing.B) {
 	}
 	b.Cleanup(nc.Close)
 	js, _ := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(512))
+	return nc, js
+}
+
+// BenchmarkColdLoad10k measures the first request for a user with 10,000 archived turns in 20
+// sessions, as a retriever that just started (or evicted the user) answers it: the user's
+// sessions, chunks and turns read from JetStream and indexed. Each iteration uses a new
+// retriever; b.N is the number of cold loads.
+func BenchmarkColdLoad10k(b *testing.B) {
+	ctx := context.Background()
+	nc, js := startAgentmem(b)
 	const turns, sessions = 10000, 20
 	words := []string{"deploy", "rollback", "kafka", "nats", "postgres", "budget", "travel", "paris", "berlin", "piano", "部署", "回滚", "预算", "旅行", "钢琴"}
 	for i := range turns {
@@ -89,22 +95,8 @@ func BenchmarkColdLoad10k(b *testing.B) {
 // coldUsers starts agentmem and stores users × turns turns of 50 sessions each, applied by
 // ingest; it returns the connection.
 func coldUsers(b *testing.B, users, turns int) (*nats.Conn, jetstream.JetStream) {
-	cfg := daemon.Config{
-		Broker: broker.Config{Listen: "127.0.0.1:-1", DataDir: b.TempDir()},
-		Ingest: ingest.Config{IdleTimeout: -1},
-	}
 	ctx := context.Background()
-	d, err := daemon.Start(ctx, cfg, zerolog.Nop())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = d.Stop() })
-	nc, err := nats.Connect(d.URL())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(nc.Close)
-	js, _ := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(512))
+	nc, js := startAgentmem(b)
 	const sessions = 50
 	words := []string{"deploy", "rollback", "kafka", "nats", "postgres", "budget", "travel", "paris", "berlin", "piano", "部署", "回滚", "预算", "旅行", "钢琴"}
 	for u := range users {

@@ -152,7 +152,8 @@ func (u *userView) refreshLong(ctx context.Context, store *longterm.Store) error
 	for _, r := range recs.Sessions {
 		if _, ok := u.sessions[r.Session]; !ok {
 			u.sessions[r.Session] = &archiveSession{
-				state: session.NewState(session.Key{Tenant: u.key.tenant, Session: r.Session}, 0), dirty: true,
+				// Only which turns were applied: the text comes from the archive.
+				state: session.NewDecisions(session.Key{Tenant: u.key.tenant, Session: r.Session}), dirty: true,
 			}
 		}
 	}

@@ -130,6 +130,26 @@ type State struct {
 	seen     map[string]uint64 // id -> stream sequence of the message that was applied
 	covered  map[string][]memory.Entry
 	ops      []Op
+	// decisions marks a state that keeps only what was decided (NewDecisions): the header and
+	// the ids applied, not the entries.
+	decisions bool
+}
+
+// NewDecisions returns the state of a session for a reader that needs only its header and
+// which messages were applied (AppliedAt, Seen): Short stays empty and Covered knows nothing, so
+// it holds a few dozen bytes per turn instead of every entry. It cannot be committed.
+func NewDecisions(key Key) *State {
+	s := NewState(key, 0)
+	s.decisions = true
+	return s
+}
+
+// fresh returns an empty state of the same kind as s (full or decisions only).
+func (s *State) fresh() *State {
+	if s.decisions {
+		return NewDecisions(s.Key)
+	}
+	return NewState(s.Key, s.Short.Budget())
 }
 
 // NewState returns the state of a session that has never been stored.
@@ -270,6 +290,38 @@ func (s *State) Advance(seq uint64, storedAt time.Time) {
 	}
 }
 
+// decide applies op to a decisions-only state: the ids applied and the header's counts.
+func (s *State) decide(op Op) {
+	h := &s.Header
+	switch op.Kind {
+	case OpAdd:
+		if op.Entry == nil {
+			return
+		}
+		if op.User != "" && h.User == "" {
+			h.User = op.User
+		}
+		s.seen[op.Entry.ID] = op.Seq
+		h.Turns++
+		h.Ended = false
+	case OpReject:
+		h.Rejected++
+	case OpName:
+		if op.Entry != nil {
+			h.Pressures++
+			h.SummaryID = op.ID
+		}
+	case OpSummary:
+		if op.Entry != nil {
+			h.Summaries++
+		}
+	case OpEnd:
+		s.seen[op.ID] = op.Seq
+		h.Ended = true
+		h.EndedAt = op.Time
+	}
+}
+
 func (s *State) record(op Op) []memory.Entry {
 	evicted := s.apply(op)
 	s.ops = append(s.ops, op)
@@ -280,6 +332,10 @@ func (s *State) record(op Op) []memory.Entry {
 // it never decides anything that the operation does not say.
 func (s *State) apply(op Op) []memory.Entry {
 	h := &s.Header
+	if s.decisions {
+		s.decide(op)
+		return nil
+	}
 	switch op.Kind {
 	case OpAdd:
 		if op.Entry == nil {

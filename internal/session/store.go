@@ -185,7 +185,7 @@ func (st *Store) refresh(ctx context.Context, s *State) (changed, retry bool, er
 	if key != s.Header.Head {
 		// The stored chain does not extend what s holds (the session was forgotten and started
 		// again): rebuild from the first chunk.
-		*s = *NewState(s.Key, s.Short.Budget())
+		*s = *s.fresh()
 	}
 	for i := len(chain) - 1; i >= 0; i-- {
 		for _, op := range chain[i].Ops {
@@ -209,7 +209,7 @@ func (st *Store) refresh(ctx context.Context, s *State) (changed, retry bool, er
 func (st *Store) corrupt(s *State, rev uint64, cerr *integrity.Error) bool {
 	st.rep.Report(cerr)
 	changed := s.rev != 0 || s.Header.Head != ""
-	*s = *NewState(s.Key, s.Short.Budget())
+	*s = *s.fresh()
 	s.replaces = rev
 	return changed
 }
@@ -285,6 +285,9 @@ func (st *Store) checkChunk(sk Key, key string, n int, value []byte) (Chunk, *in
 // (revision-checked). It returns ErrConflict when another writer got there first; s must then be
 // discarded. Writes counts the KV writes made.
 func (st *Store) Commit(ctx context.Context, s *State) (writes int, err error) {
+	if s.decisions {
+		return 0, errors.New("session: a decisions-only state cannot be committed")
+	}
 	h := s.Header
 	prev, n := h.Head, h.Chunks
 	for _, part := range split(s.ops) {

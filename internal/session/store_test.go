@@ -235,3 +235,57 @@ func TestListReadsEveryHeader(t *testing.T) {
 		t.Fatalf("listed %v", got)
 	}
 }
+
+// A decisions-only state read from the store knows the header and which messages were applied,
+// like a full one, without holding the entries; it cannot be committed.
+func TestDecisionsOnlyState(t *testing.T) {
+	env := brokertest.Start(t)
+	ctx := context.Background()
+	topo := events.DefaultTopology()
+	if err := topo.Ensure(ctx, env.JS); err != nil {
+		t.Fatal(err)
+	}
+	store, err := session.NewStore(ctx, env.JS, topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := session.Key{Tenant: "acme", Session: "d1"}
+	full := session.NewState(k, 1000)
+	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	for i := range 5 {
+		id := fmt.Sprintf("t%d", i)
+		full.Add(memory.Entry{ID: id, Type: memory.Conversation, Content: "x", Tokens: 10, Timestamp: at, Seq: uint64(i + 1)}, 1000, "alice")
+		full.Advance(uint64(i+1), at)
+		if i == 2 {
+			if _, err := store.Commit(ctx, full); err != nil { // two chunks
+				t.Fatal(err)
+			}
+		}
+	}
+	full.Reject(6, "t9", "bad")
+	full.Advance(6, at)
+	if _, err := store.Commit(ctx, full); err != nil {
+		t.Fatal(err)
+	}
+	d := session.NewDecisions(k)
+	if _, err := store.Refresh(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Header.User != "alice" || d.Header.LastSeq != 6 || d.Header.Turns != 5 || d.Header.Rejected != 1 {
+		t.Fatalf("header %+v", d.Header)
+	}
+	for i := range 5 {
+		if !d.AppliedAt(fmt.Sprintf("t%d", i), uint64(i+1)) {
+			t.Fatalf("t%d not applied", i)
+		}
+	}
+	if d.AppliedAt("t9", 6) || d.AppliedAt("t1", 6) {
+		t.Fatal("a rejected message or a late copy reads as applied")
+	}
+	if n := len(d.Short.Entries()); n != 0 {
+		t.Fatalf("a decisions-only state holds %d entries", n)
+	}
+	if _, err := store.Commit(ctx, d); err == nil {
+		t.Fatal("a decisions-only state was committed")
+	}
+}

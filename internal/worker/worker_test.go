@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -200,6 +201,9 @@ func TestBusyWorkerLeavesMessagesOnTheServer(t *testing.T) {
 func TestSkippingWorkerFetchesAheadAndKeepsWhatWaits(t *testing.T) {
 	env, js := setup(t, -1, 300*time.Millisecond)
 	handled := make(chan string, 16)
+	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
 	run(t, env, worker.Config{Heartbeat: 50 * time.Millisecond, Concurrency: 1,
 		Skip: func(m jetstream.Msg) bool { return strings.HasPrefix(string(m.Data()), "skip") }},
 		func(ctx context.Context, m jetstream.Msg) error {
@@ -208,11 +212,12 @@ func TestSkippingWorkerFetchesAheadAndKeepsWhatWaits(t *testing.T) {
 				t.Errorf("%s delivered %d times", m.Data(), meta.NumDelivered)
 			}
 			if string(m.Data()) == "work-0" {
-				time.Sleep(time.Second) // a slow handler: several AckWaits
+				<-release // a slow handler: held below for several AckWaits
 			}
 			handled <- string(m.Data())
 			return nil
 		})
+	t.Cleanup(free) // before the worker's own cleanup waits for its handlers
 	ctx := context.Background()
 	for i := range 300 {
 		data := fmt.Sprintf("skip-%d", i)
@@ -223,6 +228,29 @@ func TestSkippingWorkerFetchesAheadAndKeepsWhatWaits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The only handler is busy; work-1 and work-2 were fetched ahead with the skipped ones and
+	// wait in this process. For several AckWaits none of them is redelivered.
+	cons, _ := js.Consumer(ctx, "WORK", "w")
+	brokertest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		info, err := cons.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if info.NumAckPending != 3 {
+			return fmt.Errorf("%d unacknowledged: want 3 (work-0 handled, two waiting)", info.NumAckPending)
+		}
+		return nil
+	})
+	for end := time.Now().Add(time.Second); time.Now().Before(end); {
+		info, err := cons.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.NumRedelivered != 0 {
+			t.Fatalf("%d messages redelivered while this process held them", info.NumRedelivered)
+		}
+	}
+	free()
 	for i := range 3 {
 		select {
 		case h := <-handled:
@@ -233,7 +261,6 @@ func TestSkippingWorkerFetchesAheadAndKeepsWhatWaits(t *testing.T) {
 			t.Fatalf("work-%d not handled", i)
 		}
 	}
-	cons, _ := js.Consumer(ctx, "WORK", "w")
 	brokertest.CheckFor(t, 5*time.Second, 20*time.Millisecond, func() error {
 		info, err := cons.Info(ctx)
 		if err != nil {

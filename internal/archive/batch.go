@@ -48,16 +48,16 @@ var muxes struct {
 func muxOf(nc *nats.Conn) (*batchMux, error) {
 	muxes.Lock()
 	defer muxes.Unlock()
+	if m, ok := muxes.of[nc]; ok {
+		return m, nil
+	}
 	if muxes.of == nil {
 		muxes.of = map[*nats.Conn]*batchMux{}
 	}
-	for c := range muxes.of {
+	for c := range muxes.of { // closed connections' muxes go when a new one is made
 		if c.IsClosed() {
 			delete(muxes.of, c)
 		}
-	}
-	if m, ok := muxes.of[nc]; ok {
-		return m, nil
 	}
 	m, err := newBatchMux(nc)
 	if err != nil {

@@ -21,11 +21,13 @@ import (
 	"github.com/agentmem/agentmem/pkg/events"
 )
 
-// startAgentmem starts an in-process agentmem (every worker) for a benchmark and connects to it.
-func startAgentmem(b *testing.B) (*nats.Conn, jetstream.JetStream) {
+// startAgentmem starts an in-process agentmem (every worker, its retriever configured by rcfg)
+// for a benchmark and connects to it.
+func startAgentmem(b *testing.B, rcfg retrieve.Config) (*nats.Conn, jetstream.JetStream) {
 	cfg := daemon.Config{
-		Broker: broker.Config{Listen: "127.0.0.1:-1", DataDir: b.TempDir()},
-		Ingest: ingest.Config{IdleTimeout: -1},
+		Broker:   broker.Config{Listen: "127.0.0.1:-1", DataDir: b.TempDir()},
+		Ingest:   ingest.Config{IdleTimeout: -1},
+		Retrieve: rcfg,
 	}
 	d, err := daemon.Start(context.Background(), cfg, zerolog.Nop())
 	if err != nil {
@@ -47,7 +49,7 @@ func startAgentmem(b *testing.B) (*nats.Conn, jetstream.JetStream) {
 // retriever; b.N is the number of cold loads.
 func BenchmarkColdLoad10k(b *testing.B) {
 	ctx := context.Background()
-	nc, js := startAgentmem(b)
+	nc, js := startAgentmem(b, retrieve.Config{})
 	const turns, sessions = 10000, 20
 	words := []string{"deploy", "rollback", "kafka", "nats", "postgres", "budget", "travel", "paris", "berlin", "piano", "部署", "回滚", "预算", "旅行", "钢琴"}
 	for i := range turns {
@@ -96,7 +98,7 @@ func BenchmarkColdLoad10k(b *testing.B) {
 // ingest; it returns the connection.
 func coldUsers(b *testing.B, users, turns int) (*nats.Conn, jetstream.JetStream) {
 	ctx := context.Background()
-	nc, js := startAgentmem(b)
+	nc, js := startAgentmem(b, retrieve.Config{})
 	const sessions = 50
 	words := []string{"deploy", "rollback", "kafka", "nats", "postgres", "budget", "travel", "paris", "berlin", "piano", "部署", "回滚", "预算", "旅行", "钢琴"}
 	for u := range users {

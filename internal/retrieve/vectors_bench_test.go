@@ -10,14 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
-	"github.com/agentmem/agentmem/internal/broker"
 	"github.com/agentmem/agentmem/internal/broker/brokertest"
-	"github.com/agentmem/agentmem/internal/daemon"
-	"github.com/agentmem/agentmem/internal/ingest"
 	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/internal/retrieve"
 	"github.com/agentmem/agentmem/pkg/events"
@@ -51,23 +47,8 @@ func (h *hashEmbedder) Embed(_ context.Context, texts []string) ([][]float32, er
 // reports the texts the retriever embedded per cold load and the heap it keeps per entry.
 func BenchmarkColdLoad10kVectors(b *testing.B) {
 	emb := &hashEmbedder{}
-	cfg := daemon.Config{
-		Broker:   broker.Config{Listen: "127.0.0.1:-1", DataDir: b.TempDir()},
-		Ingest:   ingest.Config{IdleTimeout: -1},
-		Retrieve: retrieve.Config{Embedder: emb},
-	}
 	ctx := context.Background()
-	d, err := daemon.Start(ctx, cfg, zerolog.Nop())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = d.Stop() })
-	nc, err := nats.Connect(d.URL())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(nc.Close)
-	js, _ := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(512))
+	nc, js := startAgentmem(b, retrieve.Config{Embedder: emb})
 	const turns, sessions = 10000, 20
 	words := []string{"deploy", "rollback", "kafka", "nats", "postgres", "budget", "travel", "paris", "berlin", "piano", "部署", "回滚", "预算", "旅行", "钢琴"}
 	start := time.Now()

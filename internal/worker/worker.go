@@ -69,6 +69,9 @@ type Config struct {
 	// Skip, when it reports true for a message, acknowledges it at once without a handler (for a
 	// consumer that sees many messages it has nothing to do with).
 	Skip func(m jetstream.Msg) bool
+	// FetchWait bounds one fetch (default 1s): how long Run takes to notice it should stop when
+	// nothing arrives.
+	FetchWait time.Duration
 	// Metrics counts transient failures under Name; nil counts nothing. (Dead letters are
 	// counted by the deadletter.Writer, when it is instrumented.)
 	Metrics *metrics.Metrics
@@ -94,6 +97,9 @@ func New(cfg Config, js jetstream.JetStream, dlq *deadletter.Writer, handler Han
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 4 * time.Minute
+	}
+	if cfg.FetchWait <= 0 {
+		cfg.FetchWait = time.Second
 	}
 	if cfg.Backoff == nil {
 		cfg.Backoff = Backoff
@@ -141,14 +147,14 @@ func (w *Worker) Run(ctx context.Context) error {
 			// ahead: skipped messages cost an ack, not a handler.
 			want = max(free, skipAhead)
 		}
-		batch, err := cons.Fetch(want, jetstream.FetchMaxWait(fetchWait))
+		batch, err := cons.Fetch(want, jetstream.FetchMaxWait(w.cfg.FetchWait))
 		if err != nil {
 			for range free {
 				<-sem
 			}
 			if ctx.Err() == nil {
 				w.log.Debug().Err(err).Msg("fetch")
-				sleep(ctx, fetchWait)
+				sleep(ctx, w.cfg.FetchWait)
 			}
 			continue
 		}
@@ -160,31 +166,47 @@ func (w *Worker) Run(ctx context.Context) error {
 				w.handle(ctx.Done(), m)
 			}()
 		}
-		var waiting []jetstream.Msg // fetched ahead, not skipped: handled as handlers free up
+		// Messages fetched ahead (not skipped) while every handler is busy wait in a queue, kept
+		// with heartbeats, and are started as handlers free up, while the fetch goes on: a fetch
+		// asking for more than the consumer has lasts its whole FetchWait, and what it already
+		// delivered must not wait for its end.
+		var (
+			queue  chan jetstream.Msg
+			queued *held
+			fed    sync.WaitGroup
+		)
 		for m := range batch.Messages() {
 			if w.cfg.Skip != nil && w.cfg.Skip(m) {
 				_ = m.Ack()
 				continue
 			}
-			if free == 0 {
-				waiting = append(waiting, m)
+			if free > 0 {
+				free--
+				start(m)
 				continue
 			}
-			free--
-			start(m)
+			if queue == nil {
+				queue, queued = make(chan jetstream.Msg, want), newHeld(w.cfg.Heartbeat)
+				fed.Go(func() {
+					for m := range queue {
+						sem <- struct{}{}
+						queued.take(m)
+						start(m)
+					}
+				})
+			}
+			queued.add(m)
+			queue <- m
 		}
+		// Slots taken for messages that did not come (none was queued then: the queue only
+		// starts once every slot is used).
 		for range free {
 			<-sem
 		}
-		if len(waiting) > 0 {
-			// Kept with heartbeats until a handler takes each (they wait at most for the
-			// handlers in flight).
-			release := hold(waiting, w.cfg.Heartbeat)
-			for _, m := range waiting {
-				sem <- struct{}{}
-				start(m)
-			}
-			release()
+		if queue != nil {
+			close(queue)
+			fed.Wait()
+			queued.stop()
 		}
 		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && ctx.Err() == nil {
 			w.log.Debug().Err(err).Msg("fetch")
@@ -210,9 +232,6 @@ func Stopping(ctx context.Context) <-chan struct{} {
 
 // skipAhead is how many messages a consumer with Skip fetches at once, free handlers or not.
 const skipAhead = 256
-
-// fetchWait bounds one fetch: how long Run takes to notice it should stop when nothing arrives.
-const fetchWait = time.Second
 
 func sleep(ctx context.Context, d time.Duration) {
 	select {

@@ -272,3 +272,59 @@ func TestSkippingWorkerFetchesAheadAndKeepsWhatWaits(t *testing.T) {
 		return nil
 	})
 }
+
+// TestMessagesFetchedAheadStartWhenAHandlerFrees: a fetch asking for more messages than the
+// consumer has lasts its whole FetchWait; a message it delivered while every handler was busy is
+// started as soon as one frees, not when the fetch ends.
+func TestMessagesFetchedAheadStartWhenAHandlerFrees(t *testing.T) {
+	env, js := setup(t, -1, 300*time.Millisecond)
+	handled := make(chan string, 16)
+	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	run(t, env, worker.Config{Heartbeat: 50 * time.Millisecond, Concurrency: 1, FetchWait: time.Minute,
+		Skip: func(m jetstream.Msg) bool { return strings.HasPrefix(string(m.Data()), "skip") }},
+		func(ctx context.Context, m jetstream.Msg) error {
+			if string(m.Data()) == "work-0" {
+				<-release
+			}
+			handled <- string(m.Data())
+			return nil
+		})
+	t.Cleanup(free)
+	ctx := context.Background()
+	publish := func(data string) {
+		t.Helper()
+		if _, err := js.Publish(ctx, "work.a", []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish("work-0")
+	publish("work-1")
+	cons, _ := js.Consumer(ctx, "WORK", "w")
+	brokertest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		info, err := cons.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if info.NumAckPending != 2 {
+			return fmt.Errorf("%d delivered: want both in this process's fetch", info.NumAckPending)
+		}
+		return nil
+	})
+	free()
+	for i := range 2 {
+		select {
+		case h := <-handled:
+			if h != fmt.Sprintf("work-%d", i) {
+				t.Fatalf("handled %s, want work-%d", h, i)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatalf("work-%d not handled while the fetch that delivered it waits for more", i)
+		}
+	}
+	// Fill the fetch (256 messages) so that it ends and the worker stops at once.
+	for i := range 254 {
+		publish(fmt.Sprintf("skip-%d", i))
+	}
+}

@@ -369,7 +369,7 @@ func decodeBinary(h nats.Header, ct string, hasCT bool, mt string, body []byte) 
 	if len(body) > 0 {
 		jsonBody := isJSONMediaType(mt)
 		if jsonBody {
-			if err := json.Unmarshal(body, new(json.RawMessage)); err != nil {
+			if err := validJSON(body); err != nil {
 				return event.Event{}, invalidError("body is not JSON: " + err.Error())
 			}
 		}
@@ -642,8 +642,11 @@ func isExtensionName(name string) bool {
 
 // mediaTypeOf returns the lower-case media type of a content type.
 func mediaTypeOf(ct string) (string, error) {
-	if ct == "" {
+	switch ct {
+	case "":
 		return "", nil
+	case ContentTypeJSON: // what agentmem's own publishers send: no parameters to parse
+		return ct, nil
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil {
@@ -815,4 +818,16 @@ func jsonKind(kind, typeName string) string {
 		return "an object"
 	}
 	return typeName
+}
+
+// validJSON reports why body is not one JSON value, or nil: json.Valid scans it without
+// copying, and only a body that fails is decoded again for the reason.
+func validJSON(body []byte) error {
+	if json.Valid(body) {
+		return nil
+	}
+	if err := json.Unmarshal(body, new(json.RawMessage)); err != nil {
+		return err
+	}
+	return errors.New("invalid JSON")
 }

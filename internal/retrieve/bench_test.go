@@ -3,8 +3,13 @@ package retrieve_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"os"
 	"runtime"
+	"runtime/debug"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +23,7 @@ import (
 	"github.com/agentmem/agentmem/internal/daemon"
 	"github.com/agentmem/agentmem/internal/ingest"
 	"github.com/agentmem/agentmem/internal/retrieve"
+	"github.com/agentmem/agentmem/pkg/client"
 	"github.com/agentmem/agentmem/pkg/events"
 )
 
@@ -95,9 +101,15 @@ func BenchmarkColdLoad10k(b *testing.B) {
 }
 
 // coldUsers starts agentmem and stores users × turns turns of 50 sessions each, applied by
-// ingest; it returns the connection.
-func coldUsers(b *testing.B, users, turns int) (*nats.Conn, jetstream.JetStream) {
+// ingest; it returns the connection. A turn's text is about 90 bytes, padded to at least size
+// bytes with words drawn as in natural language (Zipf's law over a vocabulary of 20,000 words).
+func coldUsers(b *testing.B, users, turns, size int) (*nats.Conn, jetstream.JetStream) {
 	ctx := context.Background()
+	zipf := rand.NewZipf(rand.New(rand.NewPCG(1, 2)), 1.07, 2, 19999)
+	filler := make([]string, 20000)
+	for i := range filler {
+		filler[i] = fmt.Sprintf("w%x", i*2654435761%1000003)
+	}
 	nc, js := startAgentmem(b, retrieve.Config{})
 	const sessions = 50
 	words := []string{"deploy", "rollback", "kafka", "nats", "postgres", "budget", "travel", "paris", "berlin", "piano", "部署", "回滚", "预算", "旅行", "钢琴"}
@@ -107,6 +119,9 @@ func coldUsers(b *testing.B, users, turns int) (*nats.Conn, jetstream.JetStream)
 			id := fmt.Sprintf("%s-%05d", sess, i)
 			text := fmt.Sprintf("turn %d about %s and %s with %s, and then some more words about the %s of the %s", i,
 				words[i%len(words)], words[(i/3)%len(words)], words[(i/7)%len(words)], words[(i/11)%len(words)], words[(i/13)%len(words)])
+			for len(text) < size {
+				text += " " + filler[zipf.Uint64()]
+			}
 			ev, _ := events.NewEvent(id, events.TypeTurn, "bench", time.Date(2026, 10, 1, 0, 0, i, 0, time.UTC),
 				events.Turn{Role: []string{"user", "assistant"}[i%2], Content: text, User: fmt.Sprintf("user%02d", u)})
 			m, _ := events.BinaryMsg("memory.turns.acme."+sess, ev)
@@ -140,7 +155,7 @@ func coldUsers(b *testing.B, users, turns int) (*nats.Conn, jetstream.JetStream)
 // figures are p50 and p99 over the users, one at a time.
 func BenchmarkColdUser(b *testing.B) {
 	const users = 20
-	nc, js := coldUsers(b, users, 500)
+	nc, js := coldUsers(b, users, 500, 0)
 	ctx := context.Background()
 	b.ResetTimer()
 	var took []time.Duration
@@ -200,7 +215,7 @@ func BenchmarkColdUser(b *testing.B) {
 // before.
 func BenchmarkLoadedTurnMemory(b *testing.B) {
 	const users, turns = 40, 500
-	nc, js := coldUsers(b, users, turns)
+	nc, js := coldUsers(b, users, turns, 0)
 	ctx := context.Background()
 	for i := 0; i < b.N; i++ {
 		var before, after runtime.MemStats
@@ -220,4 +235,59 @@ func BenchmarkLoadedTurnMemory(b *testing.B) {
 		b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(users*turns), "heap_bytes/turn")
 		runtime.KeepAlive(svc)
 	}
+}
+
+// BenchmarkLoadedTurnRSS measures what the whole agentmem process (every worker and the embedded
+// NATS server, as memoryd runs them) holds per turn once 100,000 turns of 200 users (500 turns in
+// 50 sessions each, about 400 bytes of text per turn) are stored and every user was loaded by a
+// retrieve request: the growth of the process's resident set (Linux VmRSS) over the process
+// with no data, after a GC that returns freed pages to the system, and of the live heap.
+func BenchmarkLoadedTurnRSS(b *testing.B) {
+	const users, turns = 200, 500
+	for i := 0; i < b.N; i++ {
+		runtime.GC()
+		debug.FreeOSMemory()
+		rss0, heap0 := processMemory(b)
+		nc, _ := coldUsers(b, users, turns, 400)
+		c, err := client.New(nc, client.Options{Tenant: "acme", Timeout: time.Minute})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx := context.Background()
+		for u := range users {
+			if _, err := c.Retrieve(ctx, events.RetrieveRequest{Query: "rollback", User: fmt.Sprintf("user%02d", u), Sources: []string{"archive", "long"}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		rssLive, _ := processMemory(b)
+		runtime.GC()
+		debug.FreeOSMemory()
+		rss, heap := processMemory(b)
+		n := float64(users * turns)
+		b.ReportMetric(float64(rss-rss0)/n, "rss_bytes/turn")
+		b.ReportMetric(float64(rssLive-rss0)/n, "rss_before_gc_bytes/turn")
+		b.ReportMetric(float64(heap-heap0)/n, "heap_bytes/turn")
+		b.ReportMetric(float64(rss)/(1<<20), "rss_MiB")
+	}
+}
+
+// processMemory returns the process's resident set (VmRSS) and live heap, in bytes.
+func processMemory(b *testing.B) (rss, heap uint64) {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		b.Skipf("no /proc/self/status (resident set measured on Linux only): %v", err)
+	}
+	for line := range strings.Lines(string(status)) {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				b.Fatalf("VmRSS %q: %v", v, err)
+			}
+			return kb << 10, ms.HeapAlloc
+		}
+	}
+	b.Fatal("no VmRSS in /proc/self/status")
+	return 0, 0
 }

@@ -62,12 +62,30 @@ type termPos struct {
 	term, pos int32
 }
 
-// posting lists the documents containing a term, in no particular order.
+// posting lists the documents containing a term, in no particular order: one entry per
+// document, its slot and the term's frequency in it packed in 32 bits, 4 bytes where two int32
+// slices took 8 and a second slice header.
 type posting struct {
-	term  string
-	slots []int32
-	tfs   []int32
+	term string
+	ents []entry
 }
+
+// entry packs a document's slot (below maxSlots) and the term's frequency in it, saturated at
+// maxTF.
+type entry uint32
+
+// maxTF is the highest term frequency an entry records: BM25 saturates long before (past 255
+// occurrences in one document a term's weight hardly grows).
+const maxTF = 255
+
+// maxSlots bounds the slots of an index, which entries keep in 24 bits: sixteen million documents
+// of one user, far beyond any memory cap.
+const maxSlots = 1 << 24
+
+func newEntry(slot, tf int32) entry { return entry(uint32(slot)<<8 | uint32(min(tf, maxTF))) }
+
+func (e entry) slot() int32 { return int32(e >> 8) }
+func (e entry) tf() int32   { return int32(e & maxTF) }
 
 // group is a session: the number and total length of its documents.
 type group struct {
@@ -83,7 +101,7 @@ const (
 	docBytes      = int(unsafe.Sizeof(doc{})) + 8 // and lens, grpOf
 	postingBytes  = int(unsafe.Sizeof(posting{}))
 	groupBytes    = int(unsafe.Sizeof(group{}))
-	pairBytes     = 18 // a posting entry (8, with a quarter of slack for growth) and a termPos (8)
+	pairBytes     = 13 // a posting entry (4, with a quarter of slack for growth) and a termPos (8)
 )
 
 // NewIndex returns an empty index that ranks with cfg, zero fields taking their defaults.
@@ -134,6 +152,9 @@ func (ix *Index) add(d *Doc, length int, tf map[string]int32) {
 		ix.free = ix.free[:n-1]
 	} else {
 		slot = int32(len(ix.docs))
+		if slot >= maxSlots {
+			panic("rank: more than 16,777,216 documents in one index")
+		}
 		ix.docs = append(ix.docs, doc{})
 		ix.lens = append(ix.lens, 0)
 		ix.grpOf = append(ix.grpOf, -1)
@@ -160,9 +181,8 @@ func (ix *Index) add(d *Doc, length int, tf map[string]int32) {
 			ix.bytes += len(t) + mapEntryBytes + postingBytes
 		}
 		p := &ix.postings[tid]
-		nd.terms = append(nd.terms, termPos{tid, int32(len(p.slots))})
-		p.slots = append(p.slots, slot)
-		p.tfs = append(p.tfs, n)
+		nd.terms = append(nd.terms, termPos{tid, int32(len(p.ents))})
+		p.ents = append(p.ents, newEntry(slot, n))
 	}
 	slices.SortFunc(nd.terms, func(a, b termPos) int { return int(a.term - b.term) })
 	ix.bytes += len(id) + mapEntryBytes + docBytes + pairBytes*len(nd.terms)
@@ -209,15 +229,15 @@ func (ix *Index) remove(slot int32) {
 	for _, tp := range d.terms {
 		tid, i := tp.term, tp.pos
 		p := &ix.postings[tid]
-		last := int32(len(p.slots) - 1)
+		last := int32(len(p.ents) - 1)
 		if i != last { // move the last entry into the hole, and tell its document
-			moved := p.slots[last]
-			p.slots[i], p.tfs[i] = moved, p.tfs[last]
-			mt := ix.docs[moved].terms
+			moved := p.ents[last]
+			p.ents[i] = moved
+			mt := ix.docs[moved.slot()].terms
 			j, _ := slices.BinarySearchFunc(mt, tid, func(a termPos, t int32) int { return int(a.term - t) })
 			mt[j].pos = i
 		}
-		p.slots, p.tfs = p.slots[:last], p.tfs[:last]
+		p.ents = p.ents[:last]
 		if last == 0 {
 			delete(ix.terms, p.term)
 			ix.bytes -= len(p.term) + mapEntryBytes + postingBytes
@@ -255,7 +275,7 @@ func (ix *Index) Len() int {
 
 // Bytes returns an estimate of the memory the index holds, for the retriever's memory cap:
 // ids, terms and group ids, the per-document, per-term and per-group records with their map
-// entries, and 18 bytes per (document, distinct term) pair: its posting entry, with an
+// entries, and 13 bytes per (document, distinct term) pair: its posting entry, with an
 // allowance for the slack of growing postings, and the document's own record of it.
 func (ix *Index) Bytes() int {
 	ix.mu.RLock()

@@ -389,3 +389,34 @@ func TestConfig(t *testing.T) {
 		t.Errorf("zero config: %v", err)
 	}
 }
+
+// TestTermFrequencySaturates: a posting records a term's frequency up to maxTF. Of two documents
+// of the same length, one with the term maxTF+45 times ranks like one with it maxTF times; fewer
+// occurrences rank lower.
+func TestTermFrequencySaturates(t *testing.T) {
+	ix := NewIndex(Config{})
+	words := func(n int, w string) string { return strings.Repeat(w+" ", n) }
+	ix.Add(
+		Doc{ID: "more", Text: words(maxTF+45, "kafka"), Kind: "fact"},
+		Doc{ID: "max", Text: words(maxTF, "kafka") + words(45, "nats"), Kind: "fact"},
+		Doc{ID: "few", Text: words(3, "kafka") + words(maxTF+42, "nats"), Kind: "fact"},
+	)
+	hits := ix.Search("kafka", 0)
+	if len(hits) != 3 {
+		t.Fatalf("hits %v, want 3", ids(hits))
+	}
+	score := map[string]float64{}
+	for _, h := range hits {
+		score[h.ID] = h.Keyword
+	}
+	if score["more"] != score["max"] {
+		t.Errorf("%d occurrences score %v, %d score %v: want the same", maxTF+45, score["more"], maxTF, score["max"])
+	}
+	if score["few"] >= score["max"] {
+		t.Errorf("3 occurrences score %v, %d score %v: want fewer below", score["few"], maxTF, score["max"])
+	}
+	ix.Remove("max")
+	if got := ids(ix.Search("kafka", 0)); !slices.Equal(got, []string{"more", "few"}) {
+		t.Errorf("after removing one: %v", got)
+	}
+}

@@ -135,12 +135,12 @@ func (ix *Index) search(s *scratch, qt []qterm, k int) []Hit {
 			continue
 		}
 		p := &ix.postings[tid]
-		w := q.w * bm25IDF(n, len(p.slots))
+		w := q.w * bm25IDF(n, len(p.ents))
 		perfect += w * (k1 + 1)
 		wk := w * (k1 + 1)
 		s.gseen = s.gseen[:0]
-		for i, slot := range p.slots {
-			tf := float64(p.tfs[i])
+		for _, e := range p.ents {
+			slot, tf := e.slot(), float64(e.tf())
 			if s.acc[slot] == 0 {
 				s.matched = append(s.matched, slot)
 			}
@@ -200,7 +200,7 @@ func (ix *Index) selectTerms(qt []qterm, m int, perfect, gPerfect *float64, sess
 	keep := make([]bool, len(qt))
 	for i, q := range qt {
 		if tid, ok := ix.terms[q.term]; ok {
-			cands = append(cands, cand{i, q.w * bm25IDF(ix.live, len(ix.postings[tid].slots))})
+			cands = append(cands, cand{i, q.w * bm25IDF(ix.live, len(ix.postings[tid].ents))})
 		} else {
 			keep[i] = true // scored below as missing: it only adds to the perfect score
 		}

@@ -162,7 +162,7 @@ func (v *view) fill(ctx context.Context, reader *archive.Reader, visible []memor
 }
 
 func decodeTurn(m *jetstream.RawStreamMsg) (turnText, error) {
-	t, err := events.ReadStoredTurn(m)
+	t, err := events.ReadAppliedTurn(m) // every caller keeps applied turns only
 	if err != nil {
 		return turnText{}, err
 	}

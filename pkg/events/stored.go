@@ -1,8 +1,10 @@
 package events
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -78,6 +80,65 @@ func ReadStoredTurn(m *jetstream.RawStreamMsg) (StoredTurn, error) {
 	}
 	t.Seq = m.Sequence
 	return t, nil
+}
+
+// ReadAppliedTurn is ReadStoredTurn for a reader that keeps only the turns ingest applied (the
+// retriever's archive): a turn in the binary mode agentmem's publishers write (ce-* headers
+// without percent-encoding, application/json data) is read from its id, type and time headers
+// and its data, without building and checking a CloudEvent again, and Event is left zero. Any
+// other message goes through ReadStoredTurn. A message ingest rejected may be read where
+// ReadStoredTurn would fail (its id is not applied at its sequence, so the reader drops it);
+// for an applied turn both return the same ID, Turn, Time and Seq.
+func ReadAppliedTurn(m *jetstream.RawStreamMsg) (StoredTurn, error) {
+	if t, ok := plainTurn(m); ok {
+		return t, nil
+	}
+	return ReadStoredTurn(m)
+}
+
+// plainTurn reads a binary-mode turn whose headers need no decoding; false for anything else.
+func plainTurn(m *jetstream.RawStreamMsg) (StoredTurn, bool) {
+	if m == nil {
+		return StoredTurn{}, false
+	}
+	one := func(key string) (string, bool) {
+		vs := m.Header[key]
+		if len(vs) != 1 || strings.IndexByte(vs[0], '%') >= 0 {
+			return "", false
+		}
+		return vs[0], true
+	}
+	if v, ok := one(ceHeaderPrefix + "specversion"); !ok || v != ceSpecVersion {
+		return StoredTurn{}, false
+	}
+	if v, ok := one(ceHeaderPrefix + "type"); !ok || v != TypeTurn {
+		return StoredTurn{}, false
+	}
+	if v, ok := one(ceContentTypeKey); !ok || v != ContentTypeJSON {
+		return StoredTurn{}, false
+	}
+	id, ok := one(ceHeaderPrefix + "id")
+	if !ok || strings.TrimSpace(id) == "" {
+		return StoredTurn{}, false
+	}
+	at := m.Time
+	if _, present := m.Header[ceHeaderPrefix+"time"]; present {
+		v, ok := one(ceHeaderPrefix + "time")
+		if !ok {
+			return StoredTurn{}, false
+		}
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return StoredTurn{}, false
+		}
+		at = t
+	}
+	var turn Turn
+	if json.Unmarshal(m.Data, &turn) != nil {
+		return StoredTurn{}, false
+	}
+	// A copy of the id: a header value shares the memory of the message's whole header block.
+	return StoredTurn{ID: strings.Clone(id), Turn: turn, Time: at.UTC(), Seq: m.Sequence}, true
 }
 
 // DecodeRaw decodes the event of a message read from a stream with a direct get. It fails like

@@ -134,3 +134,83 @@ func TestReadStoredTurnFromStream(t *testing.T) {
 		t.Errorf("DecodeRaw(nil): %v", err)
 	}
 }
+
+// TestReadAppliedTurnReadsLikeReadStoredTurn: the plain binary-mode turns agentmem's publishers
+// write are read without a CloudEvent, the rest through ReadStoredTurn; an applied turn comes out
+// the same either way.
+func TestReadAppliedTurnReadsLikeReadStoredTurn(t *testing.T) {
+	cet := time.FixedZone("CET", 3600)
+	stored := time.Date(2026, 12, 1, 9, 0, 0, 0, cet)
+	at := time.Date(2026, 11, 30, 10, 0, 0, 123456789, cet)
+	raw := func(m *nats.Msg) *jetstream.RawStreamMsg {
+		return &jetstream.RawStreamMsg{Subject: m.Subject, Sequence: 42, Header: m.Header, Data: m.Data, Time: stored}
+	}
+	binary := func(id string, at time.Time, turn Turn) *nats.Msg {
+		m, err := NewMsg(context.Background(), "acme", "s1", id, TypeTurn, "src", at, turn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	structured := func(id string, turn Turn) *nats.Msg {
+		ev, err := NewEvent(id, TypeTurn, "src", at, turn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := StructuredEventMsg("acme", "s1", ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	full := Turn{Role: RoleTool, Content: "杭州 晴 25°C", User: "alice", Tool: "weather", Metadata: map[string]any{"source": "api", "n": 2.5}}
+	for _, tt := range []struct {
+		name  string
+		msg   *nats.Msg
+		plain bool
+	}{
+		{"binary with time", binary("t1", at, Turn{Role: RoleUser, Content: "hello", User: "alice"}), true},
+		{"binary without time", binary("t2", time.Time{}, full), true},
+		{"percent-encoded id", binary("t 3%", at, full), false},
+		{"structured", structured("t4", full), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := raw(tt.msg)
+			want, err := ReadStoredTurn(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := ReadAppliedTurn(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, plain := plainTurn(m); plain != tt.plain {
+				t.Errorf("read without a CloudEvent: %v, want %v", plain, tt.plain)
+			}
+			if got.ID != want.ID || !got.Time.Equal(want.Time) || got.Time.Location() != time.UTC || got.Seq != 42 ||
+				got.Turn.Role != want.Turn.Role || got.Turn.Content != want.Turn.Content || got.Turn.User != want.Turn.User ||
+				got.Turn.Tool != want.Turn.Tool || len(got.Turn.Metadata) != len(want.Turn.Metadata) {
+				t.Errorf("ReadAppliedTurn %+v\nReadStoredTurn  %+v", got, want)
+			}
+			for k, v := range want.Turn.Metadata {
+				if got.Turn.Metadata[k] != v {
+					t.Errorf("metadata %q: %v, want %v", k, got.Turn.Metadata[k], v)
+				}
+			}
+		})
+	}
+	// A session end on the same subject, and a message that is no event, fail as ReadStoredTurn.
+	end, err := NewMsg(context.Background(), "acme", "s1", "e1", TypeSessionEnded, "src", at, SessionEnded{User: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadAppliedTurn(raw(end)); !errors.Is(err, ErrNotTurn) {
+		t.Errorf("session end: %v, want ErrNotTurn", err)
+	}
+	if _, err := ReadAppliedTurn(raw(&nats.Msg{Subject: "memory.turns.acme.s1", Data: []byte("hello")})); !errors.Is(err, ErrInvalid) {
+		t.Errorf("not an event: %v, want ErrInvalid", err)
+	}
+	if _, err := ReadAppliedTurn(nil); !errors.Is(err, ErrInvalid) {
+		t.Errorf("nil: %v, want ErrInvalid", err)
+	}
+}

@@ -176,12 +176,13 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 	}
 
 	t.Run("headers never finished", func(t *testing.T) {
+		// From before the dial: the server's timeouts run from when it accepted the connection.
+		began := time.Now()
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		began := time.Now()
 		if _, err := io.WriteString(c, "POST /v1/tenants/acme/events HTTP/1.1\r\nHost: x\r\nce-id: "); err != nil {
 			t.Fatal(err)
 		}
@@ -192,12 +193,13 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 	})
 
 	t.Run("headers sent slowly", func(t *testing.T) {
+		// From before the dial: the server's timeouts run from when it accepted the connection.
+		began := time.Now()
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		began := time.Now()
 		// One header line at a time, each well within the timeout, never ending: the header
 		// timeout bounds the whole header, not each read.
 		tick := time.NewTicker(headerTimeout / 4)
@@ -227,12 +229,13 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 	})
 
 	t.Run("body never finished", func(t *testing.T) {
+		// From before the dial: the server's timeouts run from when it accepted the connection.
+		began := time.Now()
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		began := time.Now()
 		head := "POST /v1/tenants/acme/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/cloudevents+json\r\nContent-Length: 1000\r\n\r\n{\"specversion\":"
 		if _, err := io.WriteString(c, head); err != nil {
 			t.Fatal(err)

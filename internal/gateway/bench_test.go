@@ -171,6 +171,55 @@ func BenchmarkPublish(b *testing.B) {
 		b.ReportMetric(float64(b.N)/natsTime.Seconds(), "nats-turns/s")
 		b.ReportMetric(float64(b.N)/rawTime.Seconds(), "jetstream-batch-msgs/s")
 	})
+	b.Run("batch100-8clients", func(b *testing.B) {
+		// One op is a turn: eight clients each post batches of 100 at once, as a bulk import
+		// over HTTP does, then the same turns go straight to JetStream in batches of 100 from
+		// eight goroutines.
+		hdr := map[string]string{"content-type": gateway.ContentTypeBatch}
+		const clients = 8
+		batches := (b.N + 99) / 100
+		bodies := make([]string, batches)
+		raws := make([][]*nats.Msg, batches)
+		for k := range bodies {
+			size := min(100, b.N-k*100)
+			batch := make([]any, size)
+			raws[k] = make([]*nats.Msg, size)
+			for j := range batch {
+				i := n.Add(1)
+				turn := events.Turn{Role: "user", Content: content, User: fmt.Sprintf("u%d", i%100)}
+				batch[j] = structured(fmt.Sprintf("p%d", i), fmt.Sprintf("ps%d", i%100), events.TypeTurn, turn)
+				ev, _ := events.NewEvent(fmt.Sprintf("q%d", i), events.TypeTurn, "bench", time.Now(), turn)
+				raws[k][j], _ = events.EventMsg("acme", fmt.Sprintf("qs%d", i%100), ev)
+			}
+			body, _ := json.Marshal(batch)
+			bodies[k] = string(body)
+		}
+		spread := func(do func(k int)) time.Duration {
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			return timed(func() {
+				for range clients {
+					wg.Go(func() {
+						for k := int(next.Add(1)) - 1; k < batches; k = int(next.Add(1)) - 1 {
+							do(k)
+						}
+					})
+				}
+				wg.Wait()
+			})
+		}
+		httpTime := spread(func(k int) { post(b, hc, url, hdr, bodies[k], http.StatusAccepted) })
+		rawTime := spread(func(k int) {
+			for _, res := range client.PublishAll(context.Background(), e.js, raws[k], 10*time.Second) {
+				if res.Err != nil {
+					b.Error(res.Err)
+					return
+				}
+			}
+		})
+		b.ReportMetric(float64(b.N)/httpTime.Seconds(), "http-batch-turns/s")
+		b.ReportMetric(float64(b.N)/rawTime.Seconds(), "jetstream-batch-msgs/s")
+	})
 }
 
 // BenchmarkRetrieve measures a retrieve over a session of 200 turns through the HTTP gateway next

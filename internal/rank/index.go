@@ -35,7 +35,7 @@ type Index struct {
 	lens     []int32          // by slot: the document's length, compact for the scoring loop
 	grpOf    []int32          // by slot: the document's group number, -1 for none
 	free     []int32
-	terms    map[string]int32 // term → term id
+	terms    termTable        // term → term id
 	postings []posting        // by term id
 	freeTerm []int32          // ids of empty postings, for reuse
 	groups   map[string]int32 // group id → group number
@@ -97,11 +97,12 @@ type group struct {
 // Approximate sizes, for Bytes: a map entry with its share of the buckets, and the
 // slice headers and fields of the per-document and per-term records.
 const (
-	mapEntryBytes = 40
-	docBytes      = int(unsafe.Sizeof(doc{})) + 8 // and lens, grpOf
-	postingBytes  = int(unsafe.Sizeof(posting{}))
-	groupBytes    = int(unsafe.Sizeof(group{}))
-	pairBytes     = 13 // a posting entry (4, with a quarter of slack for growth) and a termPos (8)
+	mapEntryBytes  = 40
+	termEntryBytes = 8                             // a termTable slot (4) at a load between three eighths and three quarters
+	docBytes       = int(unsafe.Sizeof(doc{})) + 8 // and lens, grpOf
+	postingBytes   = int(unsafe.Sizeof(posting{}))
+	groupBytes     = int(unsafe.Sizeof(group{}))
+	pairBytes      = 13 // a posting entry (4, with a quarter of slack for growth) and a termPos (8)
 )
 
 // NewIndex returns an empty index that ranks with cfg, zero fields taking their defaults.
@@ -113,7 +114,7 @@ func NewIndex(cfg Config) *Index {
 	return &Index{
 		cfg:    cfg.withDefaults(),
 		slots:  make(map[string]int32),
-		terms:  make(map[string]int32),
+		terms:  newTermTable(),
 		groups: make(map[string]int32),
 	}
 }
@@ -166,7 +167,7 @@ func (ix *Index) add(d *Doc, length int, tf map[string]int32) {
 		nd.weight = float32(ix.cfg.AgentTurn)
 	}
 	for t, n := range tf {
-		tid, ok := ix.terms[t]
+		tid, ok := ix.terms.find(ix.postings, t)
 		if !ok {
 			t = strings.Clone(t) // terms may be substrings of the text: do not keep it alive
 			if k := len(ix.freeTerm); k > 0 {
@@ -177,8 +178,8 @@ func (ix *Index) add(d *Doc, length int, tf map[string]int32) {
 				tid = int32(len(ix.postings))
 				ix.postings = append(ix.postings, posting{term: t})
 			}
-			ix.terms[t] = tid
-			ix.bytes += len(t) + mapEntryBytes + postingBytes
+			ix.terms.insert(ix.postings, tid)
+			ix.bytes += len(t) + termEntryBytes + postingBytes
 		}
 		p := &ix.postings[tid]
 		nd.terms = append(nd.terms, termPos{tid, int32(len(p.ents))})
@@ -239,8 +240,8 @@ func (ix *Index) remove(slot int32) {
 		}
 		p.ents = p.ents[:last]
 		if last == 0 {
-			delete(ix.terms, p.term)
-			ix.bytes -= len(p.term) + mapEntryBytes + postingBytes
+			ix.terms.remove(ix.postings, p.term)
+			ix.bytes -= len(p.term) + termEntryBytes + postingBytes
 			*p = posting{}
 			ix.freeTerm = append(ix.freeTerm, tid)
 		}

@@ -124,7 +124,7 @@ func (ix *Index) search(s *scratch, qt []qterm, k int) []Hit {
 		qt = ix.selectTerms(qt, m, &perfect, &gPerfect, session)
 	}
 	for _, q := range qt {
-		tid, ok := ix.terms[q.term]
+		tid, ok := ix.terms.find(ix.postings, q.term)
 		if !ok {
 			// A missing term counts in the perfect score with the highest idf, so a query
 			// whose rare terms are missing scores low everywhere.
@@ -199,7 +199,7 @@ func (ix *Index) selectTerms(qt []qterm, m int, perfect, gPerfect *float64, sess
 	cands := make([]cand, 0, len(qt))
 	keep := make([]bool, len(qt))
 	for i, q := range qt {
-		if tid, ok := ix.terms[q.term]; ok {
+		if tid, ok := ix.terms.find(ix.postings, q.term); ok {
 			cands = append(cands, cand{i, q.w * bm25IDF(ix.live, len(ix.postings[tid].ents))})
 		} else {
 			keep[i] = true // scored below as missing: it only adds to the perfect score

@@ -241,7 +241,8 @@ func BenchmarkLoadedTurnMemory(b *testing.B) {
 // NATS server, as memoryd runs them) holds per turn once 100,000 turns of 200 users (500 turns in
 // 50 sessions each, about 400 bytes of text per turn) are stored and every user was loaded by a
 // retrieve request: the growth of the process's resident set (Linux VmRSS) over the process
-// with no data, after a GC that returns freed pages to the system, and of the live heap.
+// with no data, after a GC that returns freed pages to the system, and of the live heap; right
+// after the load, and again after 15 idle seconds.
 func BenchmarkLoadedTurnRSS(b *testing.B) {
 	const users, turns = 200, 500
 	for i := 0; i < b.N; i++ {
@@ -263,10 +264,18 @@ func BenchmarkLoadedTurnRSS(b *testing.B) {
 		runtime.GC()
 		debug.FreeOSMemory()
 		rss, heap := processMemory(b)
+		// Then idle: the NATS server drops the caches of the message blocks it wrote and read
+		// after 10 seconds without activity.
+		time.Sleep(15 * time.Second)
+		runtime.GC()
+		debug.FreeOSMemory()
+		rssIdle, heapIdle := processMemory(b)
 		n := float64(users * turns)
 		b.ReportMetric(float64(rss-rss0)/n, "rss_bytes/turn")
 		b.ReportMetric(float64(rssLive-rss0)/n, "rss_before_gc_bytes/turn")
 		b.ReportMetric(float64(heap-heap0)/n, "heap_bytes/turn")
+		b.ReportMetric(float64(rssIdle-rss0)/n, "idle_rss_bytes/turn")
+		b.ReportMetric(float64(heapIdle-heap0)/n, "idle_heap_bytes/turn")
 		b.ReportMetric(float64(rss)/(1<<20), "rss_MiB")
 	}
 }

@@ -62,6 +62,12 @@
 // rebuild. A search walks the postings of the query's terms once (documents and sessions
 // together), then selects the top k through a heap in keyword order, stopping as soon as no
 // later document can enter it. BenchmarkSearch10k: 10,000 turns, top 20, about 0.2 ms for a
-// question, 0.4 ms for a 1,000-character dialogue on one core; about 2.5 KB per chat turn
-// (see [Index.Bytes]).
+// question, 0.4 ms for a 1,000-character dialogue on one core; about 4 KB per (long) document of
+// that benchmark (see [Index.Bytes]).
+//
+// Memory is what an index costs most of, so its records are compact: a posting entry packs the
+// document's slot (24 bits) and the term's frequency in it (8 bits, saturated at 255: BM25 has
+// long stopped growing there); terms are found through an open-addressing table of term ids
+// that reads each term from its posting (4 bytes a slot, where a map[string]int32 kept another
+// string header and about twenty bytes per entry).
 package rank

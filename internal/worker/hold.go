@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -11,11 +12,7 @@ import (
 // InProgress for each of them, which restarts their AckWait. release stops it; it returns once
 // no InProgress is being sent any more, so a message settled after release is never extended.
 func hold(msgs []jetstream.Msg, every time.Duration) (release func()) {
-	h := newHeld(every)
-	for _, m := range msgs {
-		h.add(m)
-	}
-	return h.stop
+	return newHeld(every, msgs).stop
 }
 
 // held is a changing set of messages kept with heartbeats: every interval it sends InProgress
@@ -23,13 +20,14 @@ func hold(msgs []jetstream.Msg, every time.Duration) (release func()) {
 // extended again after take (stop) returns.
 type held struct {
 	mu      sync.Mutex
-	msgs    map[jetstream.Msg]struct{}
+	msgs    []jetstream.Msg
 	stopped bool
 	t       *time.Timer
 }
 
-func newHeld(every time.Duration) *held {
-	h := &held{msgs: map[jetstream.Msg]struct{}{}}
+// newHeld keeps msgs, and what is added later, with heartbeats every interval.
+func newHeld(every time.Duration, msgs []jetstream.Msg) *held {
+	h := &held{msgs: msgs}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.t = time.AfterFunc(every, func() {
@@ -38,7 +36,7 @@ func newHeld(every time.Duration) *held {
 		if h.stopped {
 			return
 		}
-		for m := range h.msgs {
+		for _, m := range h.msgs {
 			_ = m.InProgress()
 		}
 		h.t.Reset(every)
@@ -49,14 +47,18 @@ func newHeld(every time.Duration) *held {
 // add puts m in the set.
 func (h *held) add(m jetstream.Msg) {
 	h.mu.Lock()
-	h.msgs[m] = struct{}{}
+	h.msgs = append(h.msgs, m)
 	h.mu.Unlock()
 }
 
-// take takes m out of the set.
+// take takes m out of the set (a queue of a fetch's messages: a few hundred at most).
 func (h *held) take(m jetstream.Msg) {
 	h.mu.Lock()
-	delete(h.msgs, m)
+	if i := slices.Index(h.msgs, m); i >= 0 {
+		last := len(h.msgs) - 1
+		h.msgs[i], h.msgs[last] = h.msgs[last], nil
+		h.msgs = h.msgs[:last]
+	}
 	h.mu.Unlock()
 }
 

@@ -186,7 +186,7 @@ func (w *Worker) Run(ctx context.Context) error {
 				continue
 			}
 			if queue == nil {
-				queue, queued = make(chan jetstream.Msg, want), newHeld(w.cfg.Heartbeat)
+				queue, queued = make(chan jetstream.Msg, want), newHeld(w.cfg.Heartbeat, nil)
 				fed.Go(func() {
 					for m := range queue {
 						sem <- struct{}{}

@@ -38,7 +38,9 @@ func setup(t *testing.T, maxDeliver int, ackWait time.Duration) (*brokertest.Env
 	return env, env.JS
 }
 
-func run(t *testing.T, env *brokertest.Env, cfg worker.Config, h worker.Handler) {
+// run starts a worker on consumer w of stream WORK; stop (also called at cleanup) stops it and
+// waits for Run to return.
+func run(t *testing.T, env *brokertest.Env, cfg worker.Config, h worker.Handler) (stop func()) {
 	t.Helper()
 	js, _ := jetstream.New(env.Connect(t))
 	cfg.Stream, cfg.Consumer, cfg.Name = "WORK", "w", "test"
@@ -46,7 +48,10 @@ func run(t *testing.T, env *brokertest.Env, cfg worker.Config, h worker.Handler)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return stop
 }
 
 func nextLetter(t *testing.T, env *brokertest.Env, timeout time.Duration) events.DeadLetter {
@@ -282,7 +287,7 @@ func TestMessagesFetchedAheadStartWhenAHandlerFrees(t *testing.T) {
 	release := make(chan struct{})
 	var once sync.Once
 	free := func() { once.Do(func() { close(release) }) }
-	run(t, env, worker.Config{Heartbeat: 50 * time.Millisecond, Concurrency: 1, FetchWait: time.Minute,
+	stop := run(t, env, worker.Config{Heartbeat: 50 * time.Millisecond, Concurrency: 1, FetchWait: time.Minute,
 		Skip: func(m jetstream.Msg) bool { return strings.HasPrefix(string(m.Data()), "skip") }},
 		func(ctx context.Context, m jetstream.Msg) error {
 			if string(m.Data()) == "work-0" {
@@ -323,8 +328,16 @@ func TestMessagesFetchedAheadStartWhenAHandlerFrees(t *testing.T) {
 			t.Fatalf("work-%d not handled while the fetch that delivered it waits for more", i)
 		}
 	}
-	// Fill the fetch (256 messages) so that it ends and the worker stops at once.
-	for i := range 254 {
+	// Stop the worker: the fetch in flight asks for 256 messages and would wait its whole minute,
+	// so fill it.
+	stopped := make(chan struct{})
+	go func() { stop(); close(stopped) }()
+	for i := range 256 {
 		publish(fmt.Sprintf("skip-%d", i))
+	}
+	select {
+	case <-stopped:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the worker did not stop once its fetch was filled")
 	}
 }

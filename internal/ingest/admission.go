@@ -48,6 +48,13 @@ import (
 // processes are duplicates of the derived id (the stream stores one); the agent takes the first
 // answer. There is no ownership to hand over, so no turn waits for a rebalance or is dropped
 // during one. The price is one intake delivery and one publish per ingest process per turn.
+//
+// The order holds among processes that each received the session's earlier turns. A process
+// that subscribes (starts, or reconnects) while a session's turns are in flight has not seen
+// the earlier ones: the first turn it receives can reach the stream before earlier turns that
+// another process still holds unpublished. Nothing is lost or stored twice, but that turn lands
+// out of order (a known limitation, found by TestAdmissionKeepsOrderWithTwoProcesses when its
+// second process joined during the burst).
 
 // admissionMaxPending bounds the turns admitted and not yet acknowledged by the stream.
 const admissionMaxPending = 4096

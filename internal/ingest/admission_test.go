@@ -68,13 +68,34 @@ func TestAdmissionKeepsOrderWithTwoProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Both processes subscribe to the intake; wait until each answers.
+	// Both processes subscribe to the intake; wait until each answers (every process answers
+	// every turn). A process that joined in the middle of the burst below could store a later
+	// turn before the earlier ones the other process still holds: the order this test checks is
+	// that of processes that both saw the session's turns from the first.
+	inbox := nc.NewRespInbox()
+	answers, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
 	brokertest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-		defer cancel()
-		_, err := js.PublishMsg(ctx, intakeMsg(t, "t", "warm", "w"))
-		return err
+		m := intakeMsg(t, "t", "warm", "w")
+		m.Reply = inbox
+		if err := nc.PublishMsg(m); err != nil {
+			return err
+		}
+		n := 0
+		for {
+			if _, err := answers.NextMsg(500 * time.Millisecond); err != nil {
+				break
+			}
+			n++
+		}
+		if n < 2 {
+			return fmt.Errorf("%d answers to a turn, want one from each of the two processes", n)
+		}
+		return nil
 	})
+	_ = answers.Unsubscribe()
 	const n = 300
 	var futs []jetstream.PubAckFuture
 	for i := range n {

@@ -18,9 +18,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
-	"github.com/agentmem/agentmem/internal/broker"
 	"github.com/agentmem/agentmem/internal/broker/brokertest"
 	"github.com/agentmem/agentmem/internal/daemon"
+	"github.com/agentmem/agentmem/internal/daemon/daemontest"
 	"github.com/agentmem/agentmem/internal/ingest"
 	"github.com/agentmem/agentmem/internal/retrieve"
 	"github.com/agentmem/agentmem/pkg/client"
@@ -30,21 +30,7 @@ import (
 // startAgentmem starts an in-process agentmem (every worker, its retriever configured by rcfg)
 // for a benchmark and connects to it.
 func startAgentmem(b *testing.B, rcfg retrieve.Config) (*nats.Conn, jetstream.JetStream) {
-	cfg := daemon.Config{
-		Broker:   broker.Config{Listen: "127.0.0.1:-1", DataDir: b.TempDir()},
-		Ingest:   ingest.Config{IdleTimeout: -1},
-		Retrieve: rcfg,
-	}
-	d, err := daemon.Start(context.Background(), cfg, zerolog.Nop())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = d.Stop() })
-	nc, err := nats.Connect(d.URL())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(nc.Close)
+	_, nc, _ := daemontest.Start(b, daemon.Config{Ingest: ingest.Config{IdleTimeout: -1}, Retrieve: rcfg})
 	js, _ := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(512))
 	return nc, js
 }

@@ -9,11 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/rs/zerolog"
-
-	"github.com/agentmem/agentmem/internal/broker"
 	"github.com/agentmem/agentmem/internal/daemon"
+	"github.com/agentmem/agentmem/internal/daemon/daemontest"
 	"github.com/agentmem/agentmem/internal/ingest"
 	"github.com/agentmem/agentmem/pkg/client"
 	"github.com/agentmem/agentmem/pkg/events"
@@ -26,19 +23,7 @@ import (
 // which shows what a slow request costs the others. Each reports p50 and p99 in µs, and the
 // share of requests that took longer than 250 ms (stalled-%: behind a waiter, or a stalled box).
 func BenchmarkWarmRequest(b *testing.B) {
-	d, err := daemon.Start(context.Background(), daemon.Config{
-		Broker: broker.Config{Listen: "127.0.0.1:-1", DataDir: b.TempDir()},
-		Ingest: ingest.Config{IdleTimeout: -1},
-	}, zerolog.Nop())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = d.Stop() })
-	nc, err := nats.Connect(d.URL())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(nc.Close)
+	_, nc, _ := daemontest.Start(b, daemon.Config{Ingest: ingest.Config{IdleTimeout: -1}})
 	cl, err := client.New(nc, client.Options{Tenant: "acme"})
 	if err != nil {
 		b.Fatal(err)

@@ -104,8 +104,40 @@ func TestOrderedSettlesEachMessageByItsOutcome(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Everything was handled; the failed and the panicking message twice.
+	want := map[string][]string{"a": {"a1", "fail-once", "recorded", "a2"}, "b": {"b1", "panic-once", "bad", "b2"}}
+	missing := func() []string {
+		var out []string
+		for key, datas := range want {
+			for _, data := range datas {
+				n, wantN := 0, 1
+				if data == "fail-once" || data == "panic-once" {
+					wantN = 2
+				}
+				for _, d := range seen[key] {
+					if d == data {
+						n++
+					}
+				}
+				if n < wantN {
+					out = append(out, fmt.Sprintf("group %s: %q handled %d times, want at least %d (handled %v)", key, data, n, wantN, seen[key]))
+				}
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	// Done when every message was handled as often as it must be and the consumer holds nothing
+	// (a message waiting for its redelivery after a Nak is neither pending nor unacknowledged, so
+	// the consumer alone can look done too early).
 	cons, _ := js.Consumer(context.Background(), "WORK", "w")
 	brokertest.CheckFor(t, 15*time.Second, 20*time.Millisecond, func() error {
+		mu.Lock()
+		m := missing()
+		mu.Unlock()
+		if len(m) > 0 {
+			return errors.New(m[0])
+		}
 		info, err := cons.Info(context.Background())
 		if err != nil {
 			return err
@@ -129,22 +161,8 @@ func TestOrderedSettlesEachMessageByItsOutcome(t *testing.T) {
 			t.Errorf("a group was handed over out of order: %v", seqs)
 		}
 	}
-	// Everything was handled; the failed and the panicking message twice.
-	for key, want := range map[string][]string{"a": {"a1", "fail-once", "recorded", "a2"}, "b": {"b1", "panic-once", "bad", "b2"}} {
-		for _, data := range want {
-			n, wantN := 0, 1
-			if data == "fail-once" || data == "panic-once" {
-				wantN = 2
-			}
-			for _, d := range seen[key] {
-				if d == data {
-					n++
-				}
-			}
-			if n < wantN {
-				t.Errorf("group %s: %q handled %d times, want at least %d (handled %v)", key, data, n, wantN, seen[key])
-			}
-		}
+	for _, m := range missing() {
+		t.Error(m)
 	}
 	var reasons []string
 	for _, dl := range letters(t, env) {

@@ -539,6 +539,15 @@ func TestCompressionWaitsForThePreviousSummaryWithoutRedelivery(t *testing.T) {
 		})
 		return info
 	}
+	// Ingest has applied the whole conversation and every pressure event has its summary: no
+	// further pressure event comes while the held one is counted below.
+	brokertest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		h := p.state("chain").Header
+		if h.Turns != 60 || h.Summaries != h.Pressures {
+			return fmt.Errorf("%d turns applied, %d pressure events, %d summaries", h.Turns, h.Pressures, h.Summaries)
+		}
+		return nil
+	})
 	before := settled().NumRedelivered
 	// Both summaries are gone: the second event must wait for the first one's compression.
 	kv, err := p.env.JS.KeyValue(ctx, p.topo.LongTermBucket())

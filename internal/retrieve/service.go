@@ -64,6 +64,8 @@ type Service struct {
 	sem     chan struct{}
 	svc     micro.Service
 	tracer  trace.Tracer
+	// forgets drops the views of forgotten users; nil until Start.
+	forgets *forgetFeed
 }
 
 // New returns a retriever. The topology must exist (events.Topology.Ensure).
@@ -111,31 +113,12 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := s.watch(ctx, s.js); err != nil {
 		return fmt.Errorf("watching memory changes: %w", err)
 	}
-	// A forgotten user's cached memory goes at once (its sessions' views are rebuilt from their
-	// tombstones on the next request).
-	sub, err := s.nc.Subscribe("memory.facts.*.*", func(m *nats.Msg) {
-		if m.Header.Get("ce-type") != events.TypeFact {
-			return
-		}
-		ev, err := events.Decode(m)
-		if err != nil {
-			return
-		}
-		fe, err := events.DecodeData[events.FactEvent](ev)
-		if err != nil || fe.Op != events.FactForgotten {
-			return
-		}
-		if tenant, user, err := events.ParseKindSubject(events.KindFacts, m.Subject); err == nil {
-			s.users.drop(userKey{tenant, user})
-		}
-	})
+	// A forgotten user's cached memory goes before the next request reads it (forget.go).
+	forgets, err := subscribeForgets(ctx, s.nc, s.users.drop, s.users.dropAll)
 	if err != nil {
-		return fmt.Errorf("subscribing to forget events: %w", err)
+		return err
 	}
-	go func() {
-		<-ctx.Done()
-		_ = sub.Unsubscribe()
-	}()
+	s.forgets = forgets
 	svc, err := micro.AddService(s.nc, micro.Config{
 		Name:        ServiceName,
 		Version:     Version,
@@ -338,6 +321,9 @@ func perSource(limit int) int { return max(4*limit, 50) }
 
 // Retrieve answers one request of tenant. The request must be valid (events.ParseRetrieveRequest).
 func (s *Service) Retrieve(ctx context.Context, tenant string, req events.RetrieveRequest) (events.RetrieveReply, *Error) {
+	if s.forgets != nil {
+		s.forgets.apply() // no view of a user forgotten before this request is read
+	}
 	now := s.cfg.Now()
 	at := now
 	if req.At != nil {

@@ -185,6 +185,9 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 		entries []memory.Entry
 		upTo    uint64
 		foreign bool
+		// reset: the stored session no longer extends what the view read (a forget's
+		// tombstone, or a corrupt state): what the view holds of it goes.
+		reset bool
 	}
 	results := make([]read, len(dirty))
 	var g errgroup.Group
@@ -192,22 +195,28 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 	for i, as := range dirty {
 		g.Go(func() error {
 			r := read{as: as}
+			resets := as.state.Resets()
 			if _, err := store.Refresh(ctx, as.state); err != nil {
 				return err
 			}
+			r.reset = as.state.Resets() != resets
 			h := as.state.Header
 			if h.User != "" && h.User != u.key.user {
 				r.foreign = true // the index named a session another user owns: never show it
 				results[i] = r
 				return nil
 			}
-			r.upTo = as.scanned
-			if h.LastSeq > as.scanned {
+			from := as.scanned
+			if r.reset {
+				from = 0
+			}
+			r.upTo = from
+			if h.LastSeq > from {
 				subject := events.SessionFilter(h.Tenant, h.Session)
 				if h.Partition >= 0 {
 					subject = events.PartitionedSubject(h.Partition, h.Tenant, h.Session)
 				}
-				err := reader.Scan(ctx, subject, as.scanned+1, h.LastSeq, func(m *jetstream.RawStreamMsg) error {
+				err := reader.Scan(ctx, subject, from+1, h.LastSeq, func(m *jetstream.RawStreamMsg) error {
 					t, err := decodeTurn(m)
 					if err != nil || !as.state.AppliedAt(t.id, m.Sequence) {
 						return nil // not a turn, rejected by ingest, or a late copy
@@ -231,6 +240,9 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 		if r.as == nil {
 			continue // not read (an error stopped the group)
 		}
+		if r.reset {
+			u.dropSession(r.as.state.Key.Session)
+		}
 		if r.foreign {
 			r.as.dirty = false
 			continue
@@ -250,6 +262,23 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 		r.as.dirty = false
 	}
 	return err
+}
+
+// dropSession takes every archived turn of a session out of the view.
+func (u *userView) dropSession(sess string) {
+	var ids []string
+	for id, e := range u.archive {
+		if s, _ := e.Metadata["session"].(string); s == sess {
+			ids = append(ids, id)
+		}
+	}
+	for _, id := range ids {
+		e := u.archive[id]
+		delete(u.archive, id)
+		u.archIdx.Remove(id)
+		u.archVecs.remove(id)
+		u.bytes.Add(-int64(len(e.Content) + len(e.ID) + 64))
+	}
 }
 
 // archiveReaders bounds the sessions a user's archive reads at once.
@@ -381,6 +410,14 @@ func (c *userCache) drop(k userKey) {
 		c.order.Remove(el)
 		delete(c.items, k)
 	}
+}
+
+// dropAll forgets every view (when a forget may have been missed).
+func (c *userCache) dropAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.items)
+	c.order.Init()
 }
 
 // watch keeps the cache current: every change to the long-term bucket marks its user's view,

@@ -133,6 +133,8 @@ type State struct {
 	// decisions marks a state that keeps only what was decided (NewDecisions): the header and
 	// the ids applied, not the entries.
 	decisions bool
+	// resets counts the times the state was started again (Resets).
+	resets int
 }
 
 // NewDecisions returns the state of a session for a reader that needs only its header and
@@ -144,13 +146,23 @@ func NewDecisions(key Key) *State {
 	return s
 }
 
-// fresh returns an empty state of the same kind as s (full or decisions only).
+// fresh returns an empty state of the same kind as s (full or decisions only), one reset later.
 func (s *State) fresh() *State {
+	var n *State
 	if s.decisions {
-		return NewDecisions(s.Key)
+		n = NewDecisions(s.Key)
+	} else {
+		n = NewState(s.Key, s.Short.Budget())
 	}
-	return NewState(s.Key, s.Short.Budget())
+	n.resets = s.resets + 1
+	return n
 }
+
+// Resets counts how often Store.Refresh found that the stored session does not extend what s
+// held and started s again: the session was forgotten (a tombstone, perhaps followed by new
+// turns) or its stored state is corrupt. A reader that keeps anything of the session beside s
+// must drop it when Resets changes.
+func (s *State) Resets() int { return s.resets }
 
 // NewState returns the state of a session that has never been stored.
 func NewState(key Key, budget int) *State {

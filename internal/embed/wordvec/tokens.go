@@ -1,8 +1,8 @@
 package wordvec
 
 import (
-	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Tokens splits text into the lower-case words it looks up: maximal runs of letters and digits.
@@ -10,30 +10,61 @@ import (
 // so are the clitics after an apostrophe ("user's" → "user", "don't" → "don").
 func Tokens(text string) []string {
 	var out []string
-	start := -1
+	eachToken(text, nil, func(w []byte) { out = append(out, string(w)) })
+	return out
+}
+
+// eachToken calls fn with each word Tokens returns, in order, lower-cased into scratch (grown as
+// needed and returned for reuse): w is valid only during the call. It allocates nothing once
+// scratch is long enough, which is what the embedder's hot loop needs (a text of 512 bytes has
+// about 90 words).
+func eachToken(text string, scratch []byte, fn func(w []byte)) []byte {
+	w := scratch[:0]
+	in := false
 	afterApostrophe := false
-	flush := func(end int) {
-		if start < 0 {
-			return
+	flush := func() {
+		if in && !(afterApostrophe && clitic[string(w)]) {
+			fn(w)
 		}
-		w := strings.ToLower(text[start:end])
-		if !(afterApostrophe && clitic[w]) {
-			out = append(out, w)
-		}
-		start = -1
+		in, w = false, w[:0]
 	}
-	for i, r := range text {
-		if (unicode.IsLetter(r) || unicode.IsDigit(r)) && !cjk(r) {
-			if start < 0 {
-				start = i
-				afterApostrophe = i > 0 && (text[i-1] == '\'' || strings.HasSuffix(text[:i], "’"))
+	for i := 0; i < len(text); {
+		c := text[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+			case 'A' <= c && c <= 'Z':
+				c += 'a' - 'A'
+			default:
+				flush()
+				i++
+				continue
 			}
+			if !in {
+				in, afterApostrophe = true, apostropheBefore(text, i)
+			}
+			w = append(w, c)
+			i++
 			continue
 		}
-		flush(i)
+		r, size := utf8.DecodeRuneInString(text[i:])
+		if (unicode.IsLetter(r) || unicode.IsDigit(r)) && !cjk(r) {
+			if !in {
+				in, afterApostrophe = true, apostropheBefore(text, i)
+			}
+			w = utf8.AppendRune(w, unicode.ToLower(r))
+		} else {
+			flush()
+		}
+		i += size
 	}
-	flush(len(text))
-	return out
+	flush()
+	return w
+}
+
+// apostropheBefore reports whether the word starting at i follows an apostrophe (' or ’).
+func apostropheBefore(text string, i int) bool {
+	return i > 0 && (text[i-1] == '\'' || (i >= len("’") && text[i-len("’"):i] == "’"))
 }
 
 // clitic holds the endings of English contractions and possessives.

@@ -131,37 +131,42 @@ func (e *Embedder) Dim() int { return e.dim }
 // zero vector. It fails only when ctx is done.
 func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 	out := make([][]float32, len(texts))
+	// One backing array for the batch's vectors, and scratch reused from text to text.
+	vecs := make([]float32, len(texts)*e.dim)
 	acc := make([]float32, e.dim)
+	var word []byte
 	for i, t := range texts {
 		if i%256 == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
 		}
-		out[i] = e.embed(t, acc)
+		out[i] = vecs[i*e.dim : (i+1)*e.dim : (i+1)*e.dim]
+		word = e.embed(t, acc, out[i], word)
 	}
 	return out, nil
 }
 
-// embed is the vector of one text; acc is scratch of length dim.
-func (e *Embedder) embed(text string, acc []float32) []float32 {
+// embed writes the vector of one text into v (length dim, zero); acc is scratch of length dim,
+// word scratch for the words (returned for reuse).
+func (e *Embedder) embed(text string, acc, v []float32, word []byte) []byte {
 	clear(acc)
 	known := 0
-	for _, w := range Tokens(text) {
-		i, ok := e.index[w]
+	word = eachToken(text, word, func(w []byte) {
+		i, ok := e.index[string(w)]
 		if !ok {
-			continue
+			return
 		}
 		known++
 		s := e.weights[i]
 		q := e.q[int(i)*e.dim : int(i+1)*e.dim]
+		q = q[:len(acc)]
 		for j := range acc {
 			acc[j] += s * float32(q[j])
 		}
-	}
-	v := make([]float32, e.dim)
+	})
 	if known == 0 {
-		return v
+		return word
 	}
 	if e.common != nil {
 		var p float32
@@ -177,11 +182,11 @@ func (e *Embedder) embed(text string, acc []float32) []float32 {
 		n += float64(x) * float64(x)
 	}
 	if n == 0 {
-		return v
+		return word
 	}
 	inv := float32(1 / math.Sqrt(n))
 	for j, x := range acc {
 		v[j] = x * inv
 	}
-	return v
+	return word
 }

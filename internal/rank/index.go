@@ -1,6 +1,7 @@
 package rank
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"sync"
@@ -53,18 +54,15 @@ type doc struct {
 	group  int32   // group number, -1 for none
 	length int32   // terms, repeats included
 	weight float32 // multiplies its own score: AgentTurn for agent turns, else 1
-	terms  []termPos
+	terms  []int32 // the ids of its distinct terms
 }
 
-// termPos is one distinct term of a document and the document's index in its posting, so
-// that Remove takes constant time per term.
-type termPos struct {
-	term, pos int32
-}
-
-// posting lists the documents containing a term, in no particular order: one entry per
-// document, its slot and the term's frequency in it packed in 32 bits, 4 bytes where two int32
-// slices took 8 and a second slice header.
+// posting lists the documents containing a term, by slot: one entry per document, its slot and
+// the term's frequency in it packed in 32 bits, 4 bytes where two int32 slices took 8 and a
+// second slice header. Kept in slot order, an entry is found by binary search, so a document
+// keeps only its terms' ids (4 bytes each) rather than its place in each posting too (8): a
+// new document's slot is the highest and its entries are appended; a reused slot's are inserted
+// and a removed document's deleted, moving the entries after it (a memmove of 4 bytes each).
 type posting struct {
 	term string
 	ents []entry
@@ -84,6 +82,9 @@ const maxSlots = 1 << 24
 
 func newEntry(slot, tf int32) entry { return entry(uint32(slot)<<8 | uint32(min(tf, maxTF))) }
 
+// bySlot orders a posting's entries by slot (for binary search).
+func bySlot(e entry, slot int32) int { return cmp.Compare(e.slot(), slot) }
+
 func (e entry) slot() int32 { return int32(e >> 8) }
 func (e entry) tf() int32   { return int32(e & maxTF) }
 
@@ -102,7 +103,7 @@ const (
 	docBytes       = int(unsafe.Sizeof(doc{})) + 8 // and lens, grpOf
 	postingBytes   = int(unsafe.Sizeof(posting{}))
 	groupBytes     = int(unsafe.Sizeof(group{}))
-	pairBytes      = 13 // a posting entry (4, with a quarter of slack for growth) and a termPos (8)
+	pairBytes      = 9 // a posting entry (4, with a quarter of slack for growth) and a term id (4)
 )
 
 // NewIndex returns an empty index that ranks with cfg, zero fields taking their defaults.
@@ -162,7 +163,7 @@ func (ix *Index) add(d *Doc, length int, tf map[string]int32) {
 	}
 	id := strings.Clone(d.ID)
 	ix.slots[id] = slot
-	nd := doc{id: id, group: -1, length: int32(length), weight: 1, terms: make([]termPos, 0, len(tf))}
+	nd := doc{id: id, group: -1, length: int32(length), weight: 1, terms: make([]int32, 0, len(tf))}
 	if d.Role != "" && d.Role != "user" {
 		nd.weight = float32(ix.cfg.AgentTurn)
 	}
@@ -182,10 +183,14 @@ func (ix *Index) add(d *Doc, length int, tf map[string]int32) {
 			ix.bytes += len(t) + termEntryBytes + postingBytes
 		}
 		p := &ix.postings[tid]
-		nd.terms = append(nd.terms, termPos{tid, int32(len(p.ents))})
-		p.ents = append(p.ents, newEntry(slot, n))
+		nd.terms = append(nd.terms, tid)
+		if k := len(p.ents); k == 0 || p.ents[k-1].slot() < slot {
+			p.ents = append(p.ents, newEntry(slot, n))
+		} else {
+			i, _ := slices.BinarySearchFunc(p.ents, slot, bySlot)
+			p.ents = slices.Insert(p.ents, i, newEntry(slot, n))
+		}
 	}
-	slices.SortFunc(nd.terms, func(a, b termPos) int { return int(a.term - b.term) })
 	ix.bytes += len(id) + mapEntryBytes + docBytes + pairBytes*len(nd.terms)
 	if d.Group != "" {
 		g, ok := ix.groups[d.Group]
@@ -227,19 +232,12 @@ func (ix *Index) Remove(ids ...string) {
 
 func (ix *Index) remove(slot int32) {
 	d := &ix.docs[slot]
-	for _, tp := range d.terms {
-		tid, i := tp.term, tp.pos
+	for _, tid := range d.terms {
 		p := &ix.postings[tid]
-		last := int32(len(p.ents) - 1)
-		if i != last { // move the last entry into the hole, and tell its document
-			moved := p.ents[last]
-			p.ents[i] = moved
-			mt := ix.docs[moved.slot()].terms
-			j, _ := slices.BinarySearchFunc(mt, tid, func(a termPos, t int32) int { return int(a.term - t) })
-			mt[j].pos = i
+		if i, found := slices.BinarySearchFunc(p.ents, slot, bySlot); found {
+			p.ents = slices.Delete(p.ents, i, i+1)
 		}
-		p.ents = p.ents[:last]
-		if last == 0 {
+		if len(p.ents) == 0 {
 			ix.terms.remove(ix.postings, p.term)
 			ix.bytes -= len(p.term) + termEntryBytes + postingBytes
 			*p = posting{}

@@ -284,6 +284,33 @@ func TestIncrementalEqualsBatch(t *testing.T) {
 			t.Errorf("%q:\nincremental %v\nbatch       %v", q, a, b)
 		}
 	}
+	checkPostings(t, inc)
+}
+
+// checkPostings checks the postings of ix against its documents: each posting in strictly
+// increasing slot order, each entry a live document holding the term, and as many entries as
+// the documents hold terms.
+func checkPostings(t *testing.T, ix *Index) {
+	t.Helper()
+	entries := 0
+	for tid, p := range ix.postings {
+		for i, e := range p.ents {
+			if i > 0 && p.ents[i-1].slot() >= e.slot() {
+				t.Fatalf("posting %q: slot %d after %d", p.term, e.slot(), p.ents[i-1].slot())
+			}
+			if d := ix.docs[e.slot()]; d.id == "" || !slices.Contains(d.terms, int32(tid)) {
+				t.Fatalf("posting %q names slot %d (%q), which does not hold the term", p.term, e.slot(), d.id)
+			}
+		}
+		entries += len(p.ents)
+	}
+	terms := 0
+	for _, d := range ix.docs {
+		terms += len(d.terms)
+	}
+	if entries != terms {
+		t.Fatalf("%d posting entries for %d document terms", entries, terms)
+	}
 }
 
 func TestSearchK(t *testing.T) {

@@ -53,10 +53,11 @@ type forgetFeed struct {
 	forgetAll  func()
 }
 
-// subscribeForgets starts the feed on nc: forget is called with each forgotten user, forgetAll
-// when an announcement may have been missed.
-func subscribeForgets(ctx context.Context, nc *nats.Conn, forget func(userKey), forgetAll func()) (*forgetFeed, error) {
-	f := &forgetFeed{ch: make(chan *nats.Msg, forgetBuffer), nc: nc, forget: forget, forgetAll: forgetAll,
+// subscribeForgets starts the feed on nc, holding up to buffer announcements and emptied every
+// sweep besides every request: forget is called with each forgotten user, forgetAll when an
+// announcement may have been missed.
+func subscribeForgets(ctx context.Context, nc *nats.Conn, buffer int, sweep time.Duration, forget func(userKey), forgetAll func()) (*forgetFeed, error) {
+	f := &forgetFeed{ch: make(chan *nats.Msg, buffer), nc: nc, forget: forget, forgetAll: forgetAll,
 		reconnects: nc.Stats().Reconnects}
 	sub, err := nc.ChanSubscribe("memory.facts.*.*", f.ch)
 	if err != nil {
@@ -64,7 +65,7 @@ func subscribeForgets(ctx context.Context, nc *nats.Conn, forget func(userKey), 
 	}
 	f.sub = sub
 	go func() {
-		t := time.NewTicker(forgetSweep)
+		t := time.NewTicker(sweep)
 		defer t.Stop()
 		for {
 			select {

@@ -114,7 +114,7 @@ func (s *Service) Start(ctx context.Context) error {
 		return fmt.Errorf("watching memory changes: %w", err)
 	}
 	// A forgotten user's cached memory goes before the next request reads it (forget.go).
-	forgets, err := subscribeForgets(ctx, s.nc, s.users.drop, s.users.dropAll)
+	forgets, err := subscribeForgets(ctx, s.nc, forgetBuffer, forgetSweep, s.users.drop, s.users.dropAll)
 	if err != nil {
 		return err
 	}

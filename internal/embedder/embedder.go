@@ -24,6 +24,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmem/agentmem/internal/deadletter"
 	"github.com/agentmem/agentmem/internal/embed"
@@ -169,8 +170,7 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, emb embed.Embe
 	}{
 		// Turns ingest rejects or cannot decode are ingest's to dead-letter; session ends are
 		// not embedded.
-		{"embedder-turns", topo.TurnsStream(), worker.Dispatch{Kinds: []string{events.KindTurns},
-			Routes: []worker.Route{worker.On(events.TypeTurn, w.handleTurn)}, SkipUnknown: true, SkipInvalid: true}.Handler(),
+		{"embedder-turns", topo.TurnsStream(), w.turns,
 			func(m jetstream.Msg) bool { return !maybeTurn(m.Headers()) }},
 		// A summary that breaks the contract is ingest's to dead-letter.
 		{"embedder-summaries", topo.SummaryStream(), worker.Dispatch{Kinds: []string{events.KindSummaries},
@@ -236,21 +236,42 @@ func (w *Worker) Run(ctx context.Context) error {
 
 // maybeTurn reports whether a turns-stream message may be a turn: binary mode says so in its
 // ce-type header; structured mode only in its body.
-func maybeTurn(h nats.Header) bool {
-	if strings.HasPrefix(strings.ToLower(h.Get("Content-Type")), events.ContentTypeStructured) {
-		return true
+func maybeTurn(h nats.Header) bool { return events.MaybeType(h, events.TypeTurn) }
+
+// turns handles a message of the turns consumer. It reads the turn with events.ReadAppliedTurn:
+// agentmem's own binary-mode turns from their id header and data, without building and checking a
+// CloudEvent (most of what the stage spent per turn besides the embedding and the write). That
+// check would only repeat ingest's: a turn is embedded once ingest has applied it (handleTurn),
+// and ingest applies only turns that pass it. A message that cannot be read as a turn at all is
+// not embedded (ingest dead-letters it, or it is a session end).
+func (w *Worker) turns(ctx context.Context, m jetstream.Msg) error {
+	addr, err := events.ParseEventSubject(m.Subject())
+	if err != nil || addr.Kind != events.KindTurns {
+		return nil
 	}
-	return h.Get("ce-type") == events.TypeTurn
+	meta, err := m.Metadata()
+	if err != nil {
+		return err
+	}
+	t, err := events.ReadAppliedTurn(&jetstream.RawStreamMsg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data(),
+		Sequence: meta.Sequence.Stream, Time: meta.Timestamp})
+	if err != nil {
+		return nil
+	}
+	if sc, ok := events.SpanContextOf(m.Headers(), nil); ok {
+		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
+	}
+	return w.handleTurn(ctx, addr, meta, t.ID, t.Turn)
 }
 
 // handleTurn embeds a turn once ingest has applied it. Turns ingest rejects (bad input, another
 // user's session) or never sees decoded are not embedded: ingest dead-letters those.
-func (w *Worker) handleTurn(ctx context.Context, e worker.Event, turn events.Turn) error {
-	if e.Address.Partition < 0 {
+func (w *Worker) handleTurn(ctx context.Context, addr events.EventAddress, meta *jetstream.MsgMetadata, id string, turn events.Turn) error {
+	if addr.Partition < 0 {
 		return nil // not a partitioned turn subject: ingest dead-letters it
 	}
-	k := session.Key{Tenant: e.Address.Tenant, Session: e.Address.Key}
-	applied, user, err := w.sessions.decided(ctx, w.stopping, k, e.Event.ID(), e.Meta.Sequence.Stream, w.cfg.DecideWait)
+	k := session.Key{Tenant: addr.Tenant, Session: addr.Key}
+	applied, user, err := w.sessions.decided(ctx, w.stopping, k, id, meta.Sequence.Stream, w.cfg.DecideWait)
 	if err != nil {
 		return err
 	}
@@ -258,8 +279,8 @@ func (w *Worker) handleTurn(ctx context.Context, e worker.Event, turn events.Tur
 		w.cfg.Metrics.EmbedSkipped("turn")
 		return nil
 	}
-	fresh := e.Meta.NumDelivered == 1 && e.Meta.Timestamp.After(w.turnsSince)
-	return w.storeVector(ctx, k.Tenant, user, e.Event.ID(), KindTurn, turn.Content, !fresh)
+	fresh := meta.NumDelivered == 1 && meta.Timestamp.After(w.turnsSince)
+	return w.storeVector(ctx, k.Tenant, user, id, KindTurn, turn.Content, !fresh)
 }
 
 // handleSummary embeds a summary (the compressor stored it in the long-term bucket before

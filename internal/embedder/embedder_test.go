@@ -739,3 +739,53 @@ func TestVectorsStayWithTheirTenant(t *testing.T) {
 		t.Fatalf("tenant beta got %+v", rb.Entries)
 	}
 }
+
+// TestEveryFormOfAnAppliedTurnIsEmbedded: the stage reads turns without building a CloudEvent
+// where it can (agentmem's binary mode), and falls back to decoding the event: a structured-mode
+// turn (its lower-case content-type header was once missed, and such turns were never embedded)
+// and a binary-mode turn with a percent-encoded header are embedded like plain ones; a message
+// ingest rejects because its body is not JSON is not embedded and holds nothing up.
+func TestEveryFormOfAnAppliedTurnIsEmbedded(t *testing.T) {
+	m := newModel(t, "concepts", nil)
+	_, _, js := daemontest.Start(t, daemon.Config{Ingest: ingest.Config{IdleTimeout: -1}, Retrieve: retrieve.Config{Embedder: m.emb}})
+	ctx := context.Background()
+	turn := func(id, text string) *nats.Msg {
+		t.Helper()
+		ev, err := events.NewEvent(id, events.TypeTurn, "test", time.Now(), events.Turn{Role: "user", Content: text, User: "alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, err := events.EventMsg("acme", "s1", ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return msg
+	}
+	plain := turn("s1-plain", "I adore felines more than anything.")
+	ev, err := events.NewEvent("s1-structured", events.TypeTurn, "test", time.Now(), events.Turn{Role: "user", Content: "My neighbour has a loud puppy.", User: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	structured, err := events.StructuredEventMsg("acme", "s1", ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	encoded := turn("s1-encoded", "Every morning I drink green tea.")
+	encoded.Header.Set("ce-source", "test%20source") // percent-encoded: read through the full decoder
+	bad := turn("s1-bad", "REJECTED")
+	bad.Data = []byte(`{"role":"user","content":"REJECTED`)
+	last := turn("s1-last", "The train was late again today.")
+	for _, msg := range []*nats.Msg{plain, structured, encoded, bad, last} {
+		if _, err := js.PublishMsg(ctx, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkFor(t, 30*time.Second, "the rejected turn", func() bool { _, rej := sessionHeader(t, js, "acme", "s1"); return rej == 1 })
+	checkFor(t, 30*time.Second, "4 vectors and no embedder lag", caughtUp(t, js, userFilter(m.emb.Name()), 4))
+	got := m.embedded()
+	slices.Sort(got)
+	want := []string{"Every morning I drink green tea.", "I adore felines more than anything.", "My neighbour has a loud puppy.", "The train was late again today."}
+	if !slices.Equal(got, want) {
+		t.Fatalf("embedded %q, want %q", got, want)
+	}
+}

@@ -201,12 +201,7 @@ func sessionOf(subject string) (session.Key, error) {
 
 // maybeEnd reports whether a turns-stream message may be a session end: binary mode says so in
 // its ce-type header; structured mode only in its body.
-func maybeEnd(h nats.Header) bool {
-	if strings.HasPrefix(strings.ToLower(h.Get("Content-Type")), events.ContentTypeStructured) {
-		return true
-	}
-	return h.Get("ce-type") == events.TypeSessionEnded
-}
+func maybeEnd(h nats.Header) bool { return events.MaybeType(h, events.TypeSessionEnded) }
 
 // handleEnd extracts from a session once it ended.
 func (w *Worker) handleEnd(ctx context.Context, e worker.Event, _ events.SessionEnded) error {

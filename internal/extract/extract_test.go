@@ -436,3 +436,26 @@ func TestDeleteAndCorrectOneFact(t *testing.T) {
 		t.Fatalf("live %v of %d facts, want only Lyon with Paris and tea in the history", live, len(recs.Facts))
 	}
 }
+
+// TestStructuredSessionEndTriggersExtraction: a session end in structured content mode (its
+// type in the body, its content-type header in lower case as the CloudEvents NATS binding
+// writes it) is not skipped as "not a session end": the session's facts are extracted.
+func TestStructuredSessionEndTriggersExtraction(t *testing.T) {
+	e := start(t, 1, nil)
+	e.say("acme", "s1", "alice", "t1", "I live in Lisbon and I work as a nurse.", t0)
+	ev, err := events.NewEvent("end-structured", events.TypeSessionEnded, "test", t0.Add(time.Minute), events.SessionEnded{User: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := events.StructuredMsg("memory.turns.acme.s1", ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Header.Set(events.HeaderMsgID, events.MsgID("acme", "s1", "end-structured"))
+	if _, err := e.env.JS.PublishMsg(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	if facts := e.facts("acme", "alice", 2); len(facts) < 2 {
+		t.Fatalf("facts %+v", facts)
+	}
+}

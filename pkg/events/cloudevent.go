@@ -297,6 +297,33 @@ func Decode(msg *nats.Msg) (event.Event, error) {
 	return ev, nil
 }
 
+// MaybeType reports, from a stored message's headers alone, whether it may be an event of type
+// typ: a binary-mode event names its type in its ce-type header, a structured-mode event
+// (content-type application/cloudevents+json) only in its body, so it may be of any type. Header
+// names are matched without regard to case, as Decode matches them: a consumer that skips the
+// other types of a shared stream with it never skips what Decode would read as typ.
+func MaybeType(h nats.Header, typ string) bool {
+	if v, ok := h[ceHeaderPrefix+"type"]; ok && len(v) > 0 && v[0] == typ {
+		return true // the usual case: agentmem's own binary mode
+	}
+	for k, vs := range h {
+		if len(vs) == 0 {
+			continue
+		}
+		switch {
+		case strings.EqualFold(k, ceContentTypeKey):
+			if strings.HasPrefix(strings.ToLower(strings.TrimSpace(vs[0])), ContentTypeStructured) {
+				return true
+			}
+		case strings.EqualFold(k, ceHeaderPrefix+"type"):
+			if vs[0] == typ {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // headerValue returns the value of the header key, matched without regard
 // to case. Repeated headers must agree.
 func headerValue(h nats.Header, key string) (string, bool, error) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/textproto"
 	"os"
 	"path/filepath"
 	"slices"
@@ -585,4 +586,52 @@ func FuzzDecode(f *testing.F) {
 			sameEvent(t, ev, back)
 		}
 	})
+}
+
+// TestMaybeTypeAgreesWithDecode: whatever header spelling Decode reads as an event of a type,
+// MaybeType lets through; binary-mode events of another type, and messages that are no event,
+// it does not.
+func TestMaybeTypeAgreesWithDecode(t *testing.T) {
+	ev, err := NewEvent("e1", TypeSessionEnded, "test", time.Now(), SessionEnded{User: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary, err := BinaryMsg("memory.turns.acme.s1", ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	structured, err := StructuredMsg("memory.turns.acme.s1", ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recase := func(m *nats.Msg, f func(string) string) *nats.Msg {
+		h := nats.Header{}
+		for k, vs := range m.Header {
+			h[f(k)] = vs
+		}
+		return &nats.Msg{Subject: m.Subject, Header: h, Data: m.Data}
+	}
+	withParams := recase(structured, func(k string) string { return k })
+	withParams.Header["content-type"] = []string{"Application/CloudEvents+JSON; charset=utf-8"}
+	for name, m := range map[string]*nats.Msg{
+		"binary":                        binary,
+		"binary, canonical header case": recase(binary, textproto.CanonicalMIMEHeaderKey),
+		"binary, upper case":            recase(binary, strings.ToUpper),
+		"structured":                    structured,
+		"structured, canonical case":    recase(structured, textproto.CanonicalMIMEHeaderKey),
+		"structured, media parameters":  withParams,
+	} {
+		if _, err := Decode(m); err != nil {
+			t.Fatalf("%s: Decode: %v", name, err)
+		}
+		if !MaybeType(m.Header, TypeSessionEnded) {
+			t.Errorf("%s: MaybeType says it cannot be a session end", name)
+		}
+	}
+	if MaybeType(binary.Header, TypeTurn) {
+		t.Error("a binary-mode session end may be a turn")
+	}
+	if MaybeType(nats.Header{"content-type": []string{"application/json"}}, TypeTurn) || MaybeType(nil, TypeTurn) {
+		t.Error("a message with no ce-type and no structured content type may be a turn")
+	}
 }

@@ -72,12 +72,25 @@ func TestReplayRebuildsTheLiveMemory(t *testing.T) {
 			}
 		}
 	}
-	for _, s := range sessions {
+	js, _ := jetstream.New(nc)
+	for _, s := range sessions[:2] {
 		if _, err := cl.EndSession(ctx, s, "u"+s); err != nil {
 			t.Fatal(err)
 		}
 	}
-	js, _ := jetstream.New(nc)
+	// The last session ends in structured content mode: live and replayed alike extract at its
+	// end.
+	end, err := events.NewEvent("r3-end", events.TypeSessionEnded, "test", time.Date(2026, 11, 20, 11, 0, 0, 0, time.UTC), events.SessionEnded{User: "ur3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	em, err := events.StructuredEventMsg("acme", "r3", end)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.PublishMsg(ctx, em); err != nil {
+		t.Fatal(err)
+	}
 	topo := events.DefaultTopology()
 	live, err := session.NewStore(ctx, js, topo)
 	if err != nil {

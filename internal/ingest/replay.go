@@ -98,7 +98,7 @@ func (r *Replayer) Replay(ctx context.Context, tenant string, from uint64, since
 		stats.Messages++
 		fx := &effects{}
 		r.w.decide(st, message{subject: m.Subject, header: m.Header, data: m.Data, seq: m.Sequence, stored: m.Time, addr: addr}, fx)
-		ended := m.Header.Get("ce-type") == events.TypeSessionEnded && st.Header.Ended && st.Seen(m.Header.Get("ce-id"))
+		ended := fx.ends > 0 // a session end was applied (binary or structured mode)
 		if len(fx.msgs) == 0 && !ended && st.Uncommitted() < 256 {
 			return nil
 		}

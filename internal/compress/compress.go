@@ -438,12 +438,13 @@ func (w *Worker) entries(ctx context.Context, tenant, sess string, p events.Pres
 		sctx, cancel := context.WithTimeout(ctx, 3*jsTimeout)
 		defer cancel()
 		err := w.reader.Scan(sctx, events.SessionFilter(tenant, sess), p.FirstSeq, p.LastSeq, func(m *jetstream.RawStreamMsg) error {
-			id := m.Header.Get("ce-id")
-			if !want[id] {
+			// Agentmem's binary mode names the id in a header: other turns are passed over without
+			// decoding. Structured mode (no ce-id header) and percent-encoded ids are decoded first.
+			if id := m.Header.Get("ce-id"); id != "" && !strings.Contains(id, "%") && !want[id] {
 				return nil
 			}
 			st, err := events.ReadStoredTurn(m)
-			if err != nil {
+			if err != nil || !want[st.ID] {
 				return nil
 			}
 			// The summary derives from every turn it replaces: link to each turn's trace.

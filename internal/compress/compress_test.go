@@ -617,3 +617,37 @@ func TestCompressionWaitsForThePreviousSummaryWithoutRedelivery(t *testing.T) {
 		t.Fatalf("the pressure events were redelivered %d times while the previous summary was being made", after-before)
 	}
 }
+
+// TestStructuredTurnsAreSummarized: turns published in structured content mode (no ce-id header:
+// the id is in the body) are read back and summarized like binary-mode ones. The compressor once
+// passed over every turn without a ce-id header, and summaries silently left them out.
+func TestStructuredTurnsAreSummarized(t *testing.T) {
+	fake := &fakeLLM{}
+	srv := llmtest.NewServer(t, fake.handler())
+	p := newPipeline(t, smallBudget(1200), newClient(t, srv, 3))
+	for i := range 6 {
+		id := fmt.Sprintf("s1-t%03d", i)
+		ev, err := events.NewEvent(id, events.TypeTurn, "test", day.Add(time.Duration(i)*time.Minute),
+			events.Turn{Role: []string{"user", "assistant"}[i%2], Content: fmt.Sprintf("Turn %d: the zebra paddock %d needs a new gate and a water trough before the inspection.", i, i), User: "alice"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := events.StructuredEventMsg("acme", "s1", ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.env.JS.PublishMsg(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.converse("s1", 6, 34, false)
+	p.summarized("s1", 20*time.Second)
+	fake.mu.Lock()
+	prompts := strings.Join(fake.users, "\n")
+	fake.mu.Unlock()
+	for i := range 6 {
+		if want := fmt.Sprintf("zebra paddock %d", i); !strings.Contains(prompts, want) {
+			t.Errorf("no LLM call was given the structured-mode turn %d (%q)", i, want)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmem/agentmem/internal/archive"
+	"github.com/agentmem/agentmem/internal/broker/brokertest"
 	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/pkg/client"
 	"github.com/agentmem/agentmem/pkg/events"
@@ -31,6 +32,27 @@ func (e *env) archiveIDs(t *testing.T, user, query string) []string {
 	return ids
 }
 
+// jetStream returns a JetStream client on the test's connection and the default topology.
+func (e *env) jetStream(t *testing.T) (jetstream.JetStream, events.Topology) {
+	t.Helper()
+	js, err := jetstream.New(e.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js, events.DefaultTopology()
+}
+
+// waitArchive waits (bounded polling) until the user's archived turns matching query are want.
+func (e *env) waitArchive(t *testing.T, user, query string, want []string, what string) {
+	t.Helper()
+	brokertest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if ids := e.archiveIDs(t, user, query); !slices.Equal(ids, want) {
+			return fmt.Errorf("%s: the view answers %v, want %v", what, ids, want)
+		}
+		return nil
+	})
+}
+
 // TestForgetAnnouncedBeforeARequestIsAppliedFirst: a "forgotten" announcement the retriever's
 // connection reads before a request drops the user's cached view before that request reads it.
 // The user's turns are purged behind the retriever's back (no tombstone, nothing it watches), so
@@ -39,11 +61,7 @@ func (e *env) archiveIDs(t *testing.T, user, query string) []string {
 func TestForgetAnnouncedBeforeARequestIsAppliedFirst(t *testing.T) {
 	e := start(t)
 	ctx := context.Background()
-	js, err := jetstream.New(e.nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo := events.DefaultTopology()
+	js, topo := e.jetStream(t)
 	const users = 10
 	for i := range users {
 		user, sess := fmt.Sprintf("u%d", i), fmt.Sprintf("s%d", i)
@@ -80,11 +98,7 @@ func TestForgetAnnouncedBeforeARequestIsAppliedFirst(t *testing.T) {
 func TestTombstonedSessionLeavesTheCachedArchive(t *testing.T) {
 	e := start(t)
 	ctx := context.Background()
-	js, err := jetstream.New(e.nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo := events.DefaultTopology()
+	js, topo := e.jetStream(t)
 	e.seed(t, "s1", "alice", []client.Turn{{ID: "a1", Content: "my kitten is called Pixel"}, {ID: "a2", Content: "the kitten sleeps on the keyboard"}})
 	e.seed(t, "s2", "alice", []client.Turn{{ID: "b1", Content: "a kitten video made me laugh"}})
 	if ids := e.archiveIDs(t, "alice", "kitten"); !slices.Equal(ids, []string{"a1", "a2", "b1"}) {
@@ -109,20 +123,8 @@ func TestTombstonedSessionLeavesTheCachedArchive(t *testing.T) {
 	if _, err := archive.Purge(ctx, js, topo.TurnsStream(), events.SessionFilter("acme", "s1")); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for ids := e.archiveIDs(t, "alice", "kitten"); !slices.Equal(ids, []string{"b1"}); ids = e.archiveIDs(t, "alice", "kitten") {
-		if time.Now().After(deadline) {
-			t.Fatalf("10s after the tombstone the view still answers %v, want only b1", ids)
-		}
-		time.Sleep(20 * time.Millisecond) // polling for the retriever's session watch
-	}
+	e.waitArchive(t, "alice", "kitten", []string{"b1"}, "after the tombstone")
 	// The session starts again: its new turn is shown, the forgotten ones are not.
 	e.seed(t, "s1", "alice", []client.Turn{{ID: "a3", Content: "a new kitten arrived today"}})
-	deadline = time.Now().Add(10 * time.Second)
-	for ids := e.archiveIDs(t, "alice", "kitten"); !slices.Equal(ids, []string{"a3", "b1"}); ids = e.archiveIDs(t, "alice", "kitten") {
-		if time.Now().After(deadline) {
-			t.Fatalf("10s after the session started again the view answers %v, want a3 and b1", ids)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	e.waitArchive(t, "alice", "kitten", []string{"a3", "b1"}, "after the session started again")
 }

@@ -255,7 +255,7 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 			e.Metadata = u.turnMeta(e.Metadata, e.Role, r.as.state.Key.Session)
 			u.archive[e.ID] = e
 			docs = append(docs, rank.Doc{ID: e.ID, Text: e.Content, Group: r.as.state.Key.Session, Pos: int(e.Seq), Role: e.Role, Time: e.Timestamp, Kind: "turn"})
-			u.bytes.Add(int64(len(e.Content) + len(e.ID) + 64))
+			u.bytes.Add(archivedBytes(e))
 		}
 		u.archIdx.Add(docs...)
 		r.as.scanned = r.upTo
@@ -277,9 +277,12 @@ func (u *userView) dropSession(sess string) {
 		delete(u.archive, id)
 		u.archIdx.Remove(id)
 		u.archVecs.remove(id)
-		u.bytes.Add(-int64(len(e.Content) + len(e.ID) + 64))
+		u.bytes.Add(-archivedBytes(e))
 	}
 }
+
+// archivedBytes is what the view counts for an archived turn (see userView.bytes).
+func archivedBytes(e memory.Entry) int64 { return int64(len(e.Content) + len(e.ID) + 64) }
 
 // archiveReaders bounds the sessions a user's archive reads at once.
 const archiveReaders = 32

@@ -1,6 +1,7 @@
 package retrieve
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -32,6 +33,9 @@ import (
 // server, the caller's request through its own) is not guaranteed. There the session tombstones,
 // written before the forget answers, also take the user's archived turns out of a view
 // (userView.refreshArchive), and a late announcement drops the rest within the routes' latency.
+
+// forgottenOp is the operation of a "forgotten" fact event, as its JSON data spells it.
+var forgottenOp = []byte(`"` + events.FactForgotten + `"`)
 
 // forgetSweep is how often the feed is emptied without a request.
 const forgetSweep = 50 * time.Millisecond
@@ -104,9 +108,11 @@ func (f *forgetFeed) apply() {
 	}
 }
 
-// forgottenUser returns the user a "forgotten" fact event announces.
+// forgottenUser returns the user a "forgotten" fact event announces. Every fact event comes
+// through the feed, and a request empties it: one whose data cannot name the forgotten operation
+// is passed over without being decoded.
 func forgottenUser(m *nats.Msg) (userKey, bool) {
-	if m.Header.Get("ce-type") != events.TypeFact {
+	if m.Header.Get("ce-type") != events.TypeFact || !bytes.Contains(m.Data, forgottenOp) {
 		return userKey{}, false
 	}
 	ev, err := events.Decode(m)

@@ -22,8 +22,8 @@ import (
 // dispatch, which hands each subscription's messages to its own goroutine. So announcements are
 // not handled on a goroutine of their own: the connection's reader puts them in a channel
 // (nats.ChanSubscribe), and every request empties that channel, under forgetFeed.mu, before it
-// reads a user's view (Service.applyForgets). A sweep empties it too, so that a forgotten user's
-// memory is freed without waiting for a request.
+// reads a user's view (forgetFeed.apply, called first thing by Service.Retrieve). A sweep empties
+// it too, so that a forgotten user's memory is freed without waiting for a request.
 //
 // What the feed cannot see makes it drop every view rather than keep one it should not: an
 // announcement dropped because the channel was full (the client's slow-consumer limit), and a
@@ -112,7 +112,7 @@ func (f *forgetFeed) apply() {
 // through the feed, and a request empties it: one whose data cannot name the forgotten operation
 // is passed over without being decoded.
 func forgottenUser(m *nats.Msg) (userKey, bool) {
-	if m.Header.Get("ce-type") != events.TypeFact || !bytes.Contains(m.Data, forgottenOp) {
+	if !events.MaybeType(m.Header, events.TypeFact) || !bytes.Contains(m.Data, forgottenOp) {
 		return userKey{}, false
 	}
 	ev, err := events.Decode(m)

@@ -303,8 +303,12 @@ func Decode(msg *nats.Msg) (event.Event, error) {
 // names are matched without regard to case, as Decode matches them: a consumer that skips the
 // other types of a shared stream with it never skips what Decode would read as typ.
 func MaybeType(h nats.Header, typ string) bool {
-	if v, ok := h[ceHeaderPrefix+"type"]; ok && len(v) > 0 && v[0] == typ {
-		return true // the usual case: agentmem's own binary mode
+	// The usual case, agentmem's own binary mode, both headers spelled in lower case: answered
+	// without looking through the others.
+	ct, hasCT := h[ceContentTypeKey]
+	ty, hasType := h[ceHeaderPrefix+"type"]
+	if hasCT && hasType && len(ct) == 1 && len(ty) == 1 {
+		return structuredType(ct[0]) || ty[0] == typ
 	}
 	for k, vs := range h {
 		if len(vs) == 0 {
@@ -312,7 +316,7 @@ func MaybeType(h nats.Header, typ string) bool {
 		}
 		switch {
 		case strings.EqualFold(k, ceContentTypeKey):
-			if strings.HasPrefix(strings.ToLower(strings.TrimSpace(vs[0])), ContentTypeStructured) {
+			if structuredType(vs[0]) {
 				return true
 			}
 		case strings.EqualFold(k, ceHeaderPrefix+"type"):
@@ -322,6 +326,11 @@ func MaybeType(h nats.Header, typ string) bool {
 		}
 	}
 	return false
+}
+
+// structuredType reports whether a content-type header value names structured mode.
+func structuredType(ct string) bool {
+	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(ct)), ContentTypeStructured)
 }
 
 // headerValue returns the value of the header key, matched without regard

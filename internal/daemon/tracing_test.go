@@ -179,7 +179,10 @@ func TestOneTraceFollowsATurn(t *testing.T) {
 			sumApplied = true
 		case s.Name == "agentmem.extract" && s.Attrs["agentmem.trigger"] == "summary" && childOf(s, "agentmem.compress"):
 			extractSummary = true
-		case s.Name == "agentmem.extract" && s.Attrs["agentmem.trigger"] == "session end" && childOf(s, "memory.turns publish"):
+		// The extraction continues the trace of ingest applying the end (which is the child of
+		// the agent's publish): ingest's announcement of the end carries it.
+		case s.Name == "agentmem.extract" && s.Attrs["agentmem.trigger"] == "session end" && childOf(s, "agentmem.ingest.session_end") &&
+			childOf(byID[s.Parent], "memory.turns publish"):
 			extractEnd = true
 			if len(s.Links) == 0 && s.Attrs["agentmem.turns"].(int64) > 0 {
 				t.Error("the extraction links no turn it read")

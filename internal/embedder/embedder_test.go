@@ -789,3 +789,74 @@ func TestEveryFormOfAnAppliedTurnIsEmbedded(t *testing.T) {
 		t.Fatalf("embedded %q, want %q", got, want)
 	}
 }
+
+// TestTheStageReadsAnnouncementsNotTurns: the stage's consumer is delivered ingest's
+// announcements of applied turns, not the turns stream's messages; a rejected turn and a session
+// end are neither announced nor embedded.
+func TestTheStageReadsAnnouncementsNotTurns(t *testing.T) {
+	m := newModel(t, "concepts", nil)
+	_, nc, js := daemontest.Start(t, daemon.Config{Ingest: ingest.Config{IdleTimeout: -1}, Retrieve: retrieve.Config{Embedder: m.emb}})
+	ctx := context.Background()
+	cl := newClient(t, nc, "acme")
+	publish(t, cl, "s1", "alice", 20)
+	if _, err := cl.Publish(ctx, client.Turn{Session: "s1", User: "mallory", Role: "user", Content: "mallory's cat"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.EndSession(ctx, "s1", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, 30*time.Second, "the rejected turn", func() bool { _, rej := sessionHeader(t, js, "acme", "s1"); return rej == 1 })
+	checkFor(t, 30*time.Second, "20 vectors and no embedder lag", caughtUp(t, js, userFilter(m.emb.Name()), 20))
+	topo := events.DefaultTopology()
+	s, err := js.Stream(ctx, topo.TurnsStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter("memory.applied.>"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := js.Consumer(ctx, topo.TurnsStream(), topo.EmbedderTurnsConsumer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci, err := c.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	announced := info.State.Subjects["memory.applied.acme.s1"]
+	if announced == 0 || ci.Delivered.Consumer != announced {
+		t.Fatalf("the stage's consumer was delivered %d messages; ingest announced %d batches of 20 applied turns", ci.Delivered.Consumer, announced)
+	}
+	for _, text := range m.embedded() {
+		if strings.Contains(text, "mallory") {
+			t.Fatalf("a rejected turn was embedded: %q", text)
+		}
+	}
+}
+
+// TestBadAnnouncementIsDeadLettered: an announcement that breaks its contract (published by hand
+// on an unauthenticated server) is dead-lettered, and the stage goes on.
+func TestBadAnnouncementIsDeadLettered(t *testing.T) {
+	m := newModel(t, "concepts", nil)
+	_, nc, js := daemontest.Start(t, daemon.Config{Ingest: ingest.Config{IdleTimeout: -1}, Retrieve: retrieve.Config{Embedder: m.emb}})
+	ctx := context.Background()
+	msg, err := events.NewMsg(ctx, "acme", "s9", "x1", events.TypeTurnsApplied, "test", time.Now(), events.TurnsApplied{User: "alice", Turns: []events.AppliedTurn{{ID: "t1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.PublishMsg(ctx, msg); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, 30*time.Second, "a dead letter", func() bool { return dlqCount(t, js) == 1 })
+	s, _ := js.Stream(ctx, events.DefaultTopology().DeadLetterStream())
+	dl, err := s.GetLastMsgForSubject(ctx, "memory.dlq.acme.s9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(dl.Data, []byte("stream sequence")) {
+		t.Fatalf("dead letter %s does not say what is wrong", dl.Data)
+	}
+	publish(t, newClient(t, nc, "acme"), "s1", "alice", 3)
+	checkFor(t, 30*time.Second, "3 vectors and no embedder lag", caughtUp(t, js, userFilter(m.emb.Name()), 3))
+}

@@ -19,7 +19,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/attribute"
@@ -151,14 +150,13 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 	w.ends = worker.New(worker.Config{
 		Name: "extractor-ends", Stream: topo.TurnsStream(), Consumer: topo.ExtractorEndConsumer(),
 		Concurrency: cfg.Concurrency, MaxDeliver: events.WorkerMaxDeliver, Place: place, Backoff: cfg.Backoff,
-		// Turns are ingest's business: only session ends trigger an extraction.
-		Skip:    func(m jetstream.Msg) bool { return !maybeEnd(m.Headers()) },
 		Metrics: cfg.Metrics,
 	}, js, dlq, worker.Dispatch{
-		Kinds: []string{events.KindTurns},
-		// Turns, and whatever ingest dead-letters, are ingest's business.
-		Routes:      []worker.Route{worker.On(events.TypeSessionEnded, w.handleEnd)},
-		SkipUnknown: true, SkipInvalid: true,
+		// Ingest announces each session end it applied (events.TypeEndApplied): the extractors
+		// read those, not every turn of the stream. They are agentmem's own, so one that does not
+		// decode is dead-lettered.
+		Kinds:  []string{events.KindEnded},
+		Routes: []worker.Route{worker.On(events.TypeEndApplied, w.handleEnd)},
 	}.Handler(), log)
 	w.sums = worker.New(worker.Config{
 		Name: "extractor-summaries", Stream: topo.SummaryStream(), Consumer: topo.ExtractorSummaryConsumer(),
@@ -199,14 +197,10 @@ func sessionOf(subject string) (session.Key, error) {
 	return session.Key{Tenant: a.Tenant, Session: a.Key}, nil
 }
 
-// maybeEnd reports whether a turns-stream message may be a session end: binary mode says so in
-// its ce-type header; structured mode only in its body.
-func maybeEnd(h nats.Header) bool { return events.MaybeType(h, events.TypeSessionEnded) }
-
-// handleEnd extracts from a session once it ended.
-func (w *Worker) handleEnd(ctx context.Context, e worker.Event, _ events.SessionEnded) error {
+// handleEnd extracts from a session up to the end ingest applied.
+func (w *Worker) handleEnd(ctx context.Context, e worker.Event, end events.EndApplied) error {
 	k := session.Key{Tenant: e.Address.Tenant, Session: e.Address.Key}
-	return w.extract(ctx, k, e.Meta.Sequence.Stream, e.Meta.NumDelivered > 1, "session end")
+	return w.extract(ctx, k, end.Seq, e.Meta.NumDelivered > 1, "session end")
 }
 
 // handleSummary extracts from the turns a summary covers.

@@ -125,12 +125,20 @@ func (e *env) facts(tenant, user string, want int) []longterm.Fact {
 	return recs.Facts
 }
 
-// drained waits until the extractors' consumers have nothing pending.
+// drained waits until ingest and then the extractors have nothing pending: ingest first, since it
+// announces the session ends the extractors read.
 func (e *env) drained() {
 	e.t.Helper()
 	ctx := context.Background()
+	var consumers [][2]string
+	for p := range e.topo.Partitions {
+		consumers = append(consumers, [2]string{e.topo.TurnsStream(), e.topo.IngestConsumer(p)})
+	}
+	consumers = append(consumers, [2]string{e.topo.TurnsStream(), e.topo.ExtractorEndConsumer()},
+		[2]string{e.topo.SummaryStream(), e.topo.ExtractorSummaryConsumer()})
 	brokertest.CheckFor(e.t, 15*time.Second, 20*time.Millisecond, func() error {
-		for stream, name := range map[string]string{e.topo.TurnsStream(): e.topo.ExtractorEndConsumer(), e.topo.SummaryStream(): e.topo.ExtractorSummaryConsumer()} {
+		for _, sc := range consumers {
+			stream, name := sc[0], sc[1]
 			c, err := e.env.JS.Consumer(ctx, stream, name)
 			if err != nil {
 				return err
@@ -458,4 +466,72 @@ func TestStructuredSessionEndTriggersExtraction(t *testing.T) {
 	if facts := e.facts("acme", "alice", 2); len(facts) < 2 {
 		t.Fatalf("facts %+v", facts)
 	}
+}
+
+// The extractors read the session ends ingest announces, not the turns: their consumer is
+// delivered one message per applied end, whatever the number of turns, and an end ingest
+// rejects (another user's) is not announced.
+func TestExtractorsReadOnlyAppliedEnds(t *testing.T) {
+	e := start(t, 1, nil)
+	for i := range 30 {
+		e.say("acme", "s1", "alice", fmt.Sprintf("t%02d", i), fmt.Sprintf("I prefer tea number %d.", i), t0.Add(time.Duration(i)*time.Second))
+	}
+	e.end("acme", "s1", "mallory", "e0", t0.Add(time.Minute)) // rejected: alice owns s1
+	e.end("acme", "s1", "alice", "e1", t0.Add(2*time.Minute))
+	e.facts("acme", "alice", 1)
+	e.drained()
+	ctx := context.Background()
+	c, err := e.env.JS.Consumer(ctx, e.topo.TurnsStream(), e.topo.ExtractorEndConsumer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Delivered.Consumer != 1 {
+		t.Fatalf("the extractors' consumer was delivered %d messages for 30 turns and one applied end, want 1", info.Delivered.Consumer)
+	}
+	s, err := e.env.JS.Stream(ctx, e.topo.TurnsStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.GetLastMsgForSubject(ctx, "memory.ended.acme.s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var end events.EndApplied
+	if err := json.Unmarshal(m.Data, &end); err != nil {
+		t.Fatal(err)
+	}
+	if end.End != "e1" || end.Seq != m.Sequence-1 {
+		t.Fatalf("announcement %+v at %d, want end e1 at the sequence before it", end, m.Sequence)
+	}
+}
+
+// An announcement that breaks its contract (published by hand on an unauthenticated server) is
+// dead-lettered with the reason, and the extractors go on.
+func TestBadAnnouncementIsDeadLettered(t *testing.T) {
+	e := start(t, 1, nil)
+	sub, err := e.env.NC.SubscribeSync("memory.dlq.acme.s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := events.NewMsg(context.Background(), "acme", "s1", "x1", events.TypeEndApplied, "test", t0, events.EndApplied{End: "e1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.env.JS.PublishMsg(context.Background(), msg); err != nil {
+		t.Fatal(err)
+	}
+	m, err := sub.NextMsg(20 * time.Second)
+	if err != nil {
+		t.Fatalf("no dead letter: %v", err)
+	}
+	if r := m.Header.Get("Agentmem-Reason"); !strings.Contains(r, "seq") {
+		t.Fatalf("reason %q does not name the field", r)
+	}
+	e.say("acme", "s1", "alice", "t1", "I prefer tea.", t0)
+	e.end("acme", "s1", "alice", "e1", t0.Add(time.Minute))
+	e.facts("acme", "alice", 1)
 }

@@ -42,7 +42,13 @@ func natsMsg(subject string, h nats.Header, data []byte) *nats.Msg {
 
 // effects are what a session's batch must publish before it is committed.
 type effects struct {
-	msgs    []*nats.Msg
+	msgs []*nats.Msg
+	// ended are the announcements of the session ends the batch applied (the extractors'
+	// triggers), published with the pressure events; a replay extracts by itself instead.
+	ended []*nats.Msg
+	// applied are the turns the batch applied, announced to the embedding stage in one message
+	// (appliedMsgs) before the commit.
+	applied []events.AppliedTurn
 	letters []deadletter.Record
 	// spans are the batch's spans, ended once it is committed (or failed); trace is the
 	// context of the turn being decided, the parent of its pressure span.
@@ -116,6 +122,11 @@ func (w *Worker) processSession(part *partition, items []worker.Delivery) (outco
 		prevNew, prevRun = it.Meta.NumDelivered == 1, it.Run
 	}
 	if st.Header.LastSeq != before || st.Uncommitted() > 0 {
+		applied, err := appliedMsgs(fx.trace, k, st.Header.User, addr.Partition, fx.applied, w.cfg.Source)
+		if err != nil {
+			return fail(err)
+		}
+		fx.ended = append(fx.ended, applied...)
 		if err := w.publish(ctx, fx); err != nil {
 			return fail(err)
 		}
@@ -193,7 +204,7 @@ func (w *Worker) fillGap(ctx context.Context, st *session.State, stored string, 
 }
 
 func (w *Worker) publish(ctx context.Context, fx *effects) error {
-	for _, m := range fx.msgs {
+	for _, m := range append(fx.msgs, fx.ended...) {
 		if _, err := w.js.PublishMsg(ctx, m); err != nil {
 			return fmt.Errorf("publishing %s: %w", m.Subject, err)
 		}
@@ -280,6 +291,7 @@ func (w *Worker) decide(st *session.State, m message, fx *effects) (bad string) 
 		st.Add(e, w.cfg.Budget.Conversation(), turn.User)
 		w.applied.Add(1)
 		fx.turns++
+		fx.applied = append(fx.applied, events.AppliedTurn{ID: id, Seq: m.seq})
 		trace.SpanFromContext(fx.trace).SetAttributes(attribute.Int("agentmem.tokens", e.Tokens),
 			attribute.Int("agentmem.short_term_tokens", st.Short.Tokens()))
 		w.checkPressure(st, e, m.stored, fx)
@@ -294,6 +306,11 @@ func (w *Worker) decide(st *session.State, m message, fx *effects) (bad string) 
 		st.End(id, m.seq, at)
 		w.applied.Add(1)
 		fx.ends++
+		if msg, err := endedMsg(fx.trace, m.addr, id, m.seq, at, w.cfg.Source); err == nil {
+			fx.ended = append(fx.ended, msg)
+		} else {
+			w.log.Error().Err(err).Str("tenant", m.addr.Tenant).Str("session", m.addr.Session).Msg("session end not announced")
+		}
 		if strings.HasPrefix(id, idleEndPrefix) {
 			fx.idleEnds++
 		}
@@ -301,6 +318,47 @@ func (w *Worker) decide(st *session.State, m message, fx *effects) (bad string) 
 		return w.reject(st, m, id, fmt.Sprintf("unknown event type %q: expected %s or %s", ev.Type(), events.TypeTurn, events.TypeSessionEnded), deadletter.ClassUnknownType, fx)
 	}
 	return ""
+}
+
+// endedMsg is the announcement that the session end id, stored at seq, was applied: published
+// before the batch is committed, with a Nats-Msg-Id of its own (events.EndedMsgID), so a batch
+// decided again after a crash or a lost commit race announces it once within the duplicate window
+// (and the extractors' watermark makes a later copy a no-op).
+func endedMsg(ctx context.Context, addr events.TurnAddress, id string, seq uint64, at time.Time, source string) (*nats.Msg, error) {
+	msgID := events.EndedMsgID(addr.Tenant, addr.Session, id)
+	msg, err := events.NewMsg(ctx, addr.Tenant, addr.Session, msgID, events.TypeEndApplied, source, at, events.EndApplied{Seq: seq, End: id})
+	if err != nil {
+		return nil, err
+	}
+	msg.Header.Set(events.HeaderMsgID, msgID)
+	return msg, nil
+}
+
+// maxAnnounced bounds the turns named by one announcement of applied turns (a batch with more,
+// after a gap was filled, is announced in several).
+const maxAnnounced = 256
+
+// appliedMsgs are the announcements of the turns of session k that a batch applied, for the
+// embedding stage: published before the batch is committed, each with a Nats-Msg-Id of its own
+// (events.AppliedMsgID: the first and last sequence it names), so a batch decided again the same
+// way announces its turns once within the duplicate window. A batch decided again differently
+// (after a crash, redelivered in other batches) may announce a turn twice: the stage stores a
+// vector once (a KV create) whatever the number of announcements.
+func appliedMsgs(ctx context.Context, k session.Key, user string, partition int, turns []events.AppliedTurn, source string) ([]*nats.Msg, error) {
+	var msgs []*nats.Msg
+	for len(turns) > 0 {
+		part := turns[:min(len(turns), maxAnnounced)]
+		turns = turns[len(part):]
+		msgID := events.AppliedMsgID(k.Tenant, k.Session, part[0].Seq, part[len(part)-1].Seq)
+		msg, err := events.NewMsg(ctx, k.Tenant, k.Session, msgID, events.TypeTurnsApplied, source, time.Now(),
+			events.TurnsApplied{User: user, Partition: partition, Turns: part})
+		if err != nil {
+			return nil, fmt.Errorf("announcing the applied turns of %s: %w", k, err)
+		}
+		msg.Header.Set(events.HeaderMsgID, msgID)
+		msgs = append(msgs, msg)
+	}
+	return msgs, nil
 }
 
 // spanName names the span of applying an event type.

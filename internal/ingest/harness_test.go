@@ -255,3 +255,13 @@ func TestStaticWorkerUnpinsOnStop(t *testing.T) {
 		t.Fatalf("still pinned after the worker stopped: %v", p)
 	}
 }
+
+// storedTurns sums the messages of a stream info asked with a subject filter: the turns of the
+// turns stream, without ingest's announcements.
+func storedTurns(info *jetstream.StreamInfo) uint64 {
+	var n uint64
+	for _, c := range info.State.Subjects {
+		n += c
+	}
+	return n
+}

@@ -12,6 +12,10 @@ const (
 	KindSummaries = "summaries"
 	KindFacts     = "facts"
 	KindDLQ       = "dlq"
+	// KindEnded is agentmem's own announcement of an applied session end (EndedSubject).
+	KindEnded = "ended"
+	// KindApplied is agentmem's own announcement of the turns ingest applied (AppliedSubject).
+	KindApplied = "applied"
 )
 
 // EventAddress is what an event subject names: [<partition>.]memory.<kind>.<tenant>.<key>, where
@@ -44,12 +48,12 @@ func ParseEventSubject(subject string) (EventAddress, error) {
 	}
 	keyField := "session"
 	switch tokens[1] {
-	case KindTurns, KindPressure, KindSummaries, KindDLQ:
+	case KindTurns, KindPressure, KindSummaries, KindDLQ, KindEnded, KindApplied:
 	case KindFacts:
 		keyField = "user"
 	default:
 		return EventAddress{}, fmt.Errorf("subject %s: %w", quoteValue(subject),
-			invalidError(fmt.Sprintf("unknown kind %q: want turns, pressure, summaries, facts or dlq", tokens[1])))
+			invalidError(fmt.Sprintf("unknown kind %q: want turns, pressure, summaries, facts, dlq or ended", tokens[1])))
 	}
 	if len(tokens) != 4 {
 		return EventAddress{}, fmt.Errorf("subject %s: %w", quoteValue(subject),

@@ -31,6 +31,10 @@ func EventSubject(typ, tenant, key string) (string, error) {
 		return SummarySubject(tenant, key)
 	case TypeFact:
 		return FactSubject(tenant, key)
+	case TypeEndApplied:
+		return EndedSubject(tenant, key)
+	case TypeTurnsApplied:
+		return AppliedSubject(tenant, key)
 	}
 	return "", fieldErrorValue("type", typ, fmt.Sprintf("no subject for this type: want %s, %s, %s, %s or %s",
 		TypeTurn, TypeSessionEnded, TypePressure, TypeSummary, TypeFact))

@@ -36,14 +36,6 @@ func NewReader(js jetstream.JetStream, stream string) *Reader {
 // sequence lies within [from, to]; to == 0 means up to the end of the stream. It stops at the
 // first error fn returns.
 func (r *Reader) Scan(ctx context.Context, subject string, from, to uint64, fn func(*jetstream.RawStreamMsg) error) error {
-	return r.ScanBatch(ctx, subject, from, to, batchSize, fn)
-}
-
-// ScanBatch is Scan asking for at most batch messages per direct get. A batch get does not stop
-// at to: a reader that knows how many messages it wants in [from, to] asks for that many, so the
-// server does not send the messages after to that Scan would pass over.
-func (r *Reader) ScanBatch(ctx context.Context, subject string, from, to uint64, batch int, fn func(*jetstream.RawStreamMsg) error) error {
-	batch = min(max(batch, 1), batchSize)
 	if from == 0 {
 		from = 1
 	}
@@ -55,7 +47,7 @@ func (r *Reader) ScanBatch(ctx context.Context, subject string, from, to uint64,
 		if err != nil {
 			return err
 		}
-		msgs, err := mux.directGet(ctx, apiSubject(r.js, r.stream), from, subject, batch)
+		msgs, err := mux.directGet(ctx, apiSubject(r.js, r.stream), from, subject, batchSize)
 		if err != nil {
 			return fmt.Errorf("reading %s from %q at %d: %w", subject, r.stream, from, err)
 		}

@@ -3,10 +3,10 @@
 // bucket (events.Topology.VectorBucket) under the entry's tenant and user, keyed by the model and
 // the entry id. Retrievers load those vectors with a user's memory and embed only queries.
 //
-// It consumes three durable consumers any number of embedder processes share: ingest's
-// announcements of the turns it applied (events.TypeTurnsApplied, in the turns stream: a rejected
-// turn is never announced; the texts are read from the stream in batched direct gets), the
-// summaries stream and the fact events. Acknowledgement, retries with backoff and dead letters are package worker's: while the
+// It consumes three durable consumers any number of embedder processes share: the turns stream
+// (a turn is embedded only once ingest has decided it and only when ingest applied it, read from
+// the session's committed state; a rejected turn never is), the summaries stream and the fact
+// events. Acknowledgement, retries with backoff and dead letters are package worker's: while the
 // embedding endpoint fails, the stage stalls and retries, ingest and retrieval go on (retrieval
 // ranks by keywords where vectors are missing), and the stage catches up when the endpoint is
 // back. A vector already stored is never made again, so redelivery and replay embed nothing
@@ -21,15 +21,16 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
-	"golang.org/x/sync/errgroup"
+	"go.opentelemetry.io/otel/trace"
 
-	"github.com/agentmem/agentmem/internal/archive"
 	"github.com/agentmem/agentmem/internal/deadletter"
 	"github.com/agentmem/agentmem/internal/embed"
 	"github.com/agentmem/agentmem/internal/integrity"
 	"github.com/agentmem/agentmem/internal/metrics"
+	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/internal/worker"
 	"github.com/agentmem/agentmem/pkg/events"
 )
@@ -39,6 +40,7 @@ const (
 	DefaultConcurrency = 64
 	DefaultBatchSize   = 64
 	DefaultBatchWait   = 20 * time.Millisecond
+	DefaultDecideWait  = 2 * time.Minute
 )
 
 // Config configures the embedding stage.
@@ -52,6 +54,9 @@ type Config struct {
 	BatchSize int
 	// BatchWait is how long a batch waits for more texts after its first (default 20ms).
 	BatchWait time.Duration
+	// DecideWait is how long a turn waits for ingest to decide it before the message is retried
+	// later (default 2 minutes; the handler timeout is 4).
+	DecideWait time.Duration
 	// Backoff is the redelivery delay after the n-th failed delivery (default worker.Backoff).
 	Backoff func(n uint64) time.Duration
 	// Metrics counts embedded texts and stored vectors; nil counts nothing.
@@ -65,8 +70,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("embedder: concurrency %d must not be negative", c.Concurrency)
 	case c.BatchSize < 0:
 		return fmt.Errorf("embedder: batch size %d must not be negative", c.BatchSize)
-	case c.BatchWait < 0:
-		return errors.New("embedder: the batch wait must not be negative")
+	case c.BatchWait < 0 || c.DecideWait < 0:
+		return errors.New("embedder: waits must not be negative")
 	}
 	return c.Topology.Validate()
 }
@@ -84,22 +89,27 @@ func (c Config) withDefaults() Config {
 	if c.BatchWait == 0 {
 		c.BatchWait = DefaultBatchWait
 	}
+	if c.DecideWait == 0 {
+		c.DecideWait = DefaultDecideWait
+	}
 	return c
 }
 
 // Worker is the embedding stage.
 type Worker struct {
-	cfg     Config
-	emb     embed.Embedder
-	vectors *Vectors
-	reader  *archive.Reader
-	batch   *batcher
-	workers []*worker.Worker
-	log     zerolog.Logger
-	// turnsSince is when the turns consumer was created: the turns of an announcement stored
-	// after it and delivered for the first time have no vector yet (nothing else embeds live
-	// turns; a turn announced twice is stored once by the KV create), so their vectors are
-	// written without looking for them first. Announcements stored before (a consumer created
+	cfg      Config
+	emb      embed.Embedder
+	vectors  *Vectors
+	sessions *sessionCache
+	batch    *batcher
+	workers  []*worker.Worker
+	log      zerolog.Logger
+	// stopping is closed when Run's context ends: a turn waiting for ingest gives its message
+	// back at once instead of holding the shutdown up.
+	stopping chan struct{}
+	// turnsSince is when the turns consumer was created: a turn stored after it and delivered
+	// for the first time cannot have a vector yet (nothing else embeds live turns), so its
+	// vector is written without looking for one first. Turns stored before (a consumer created
 	// again, going through the stream from the start) are looked up, and embedded only if they
 	// have none.
 	turnsSince time.Time
@@ -121,6 +131,10 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, emb embed.Embe
 	if err != nil {
 		return nil, err
 	}
+	store, err := session.NewStore(ctx, js, topo)
+	if err != nil {
+		return nil, err
+	}
 	ccs := topo.EmbedderConsumerConfigs()
 	for stream, cc := range ccs {
 		if err := events.EnsureConsumers(ctx, js, stream, cc); err != nil {
@@ -133,8 +147,8 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, emb embed.Embe
 	}
 	w := &Worker{
 		turnsSince: turns.CachedInfo().Created,
-		cfg:        cfg, emb: emb, vectors: vectors.Instrument(rep), log: log,
-		reader: archive.NewReader(js, topo.TurnsStream()),
+		cfg:        cfg, emb: emb, vectors: vectors.Instrument(rep), log: log, stopping: make(chan struct{}),
+		sessions: newSessionCache(store.Instrument(rep), sessionCacheSize),
 		batch: &batcher{emb: emb, size: cfg.BatchSize, wait: cfg.BatchWait, reqs: make(chan batchReq),
 			embedded: func(n int) { cfg.Metrics.Embedded(emb.Name(), n) }},
 	}
@@ -154,10 +168,10 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, emb embed.Embe
 		handler      worker.Handler
 		skip         func(jetstream.Msg) bool
 	}{
-		// Ingest announces the turns it applied; the stage reads those, not every message of the
-		// turns stream. They are agentmem's own: one that breaks the contract is dead-lettered.
-		{"embedder-turns", topo.TurnsStream(), worker.Dispatch{Kinds: []string{events.KindApplied},
-			Routes: []worker.Route{worker.On(events.TypeTurnsApplied, w.handleApplied)}}.Handler(), nil},
+		// Turns ingest rejects or cannot decode are ingest's to dead-letter; session ends are
+		// not embedded.
+		{"embedder-turns", topo.TurnsStream(), w.turns,
+			func(m jetstream.Msg) bool { return !maybeTurn(m.Headers()) }},
 		// A summary that breaks the contract is ingest's to dead-letter.
 		{"embedder-summaries", topo.SummaryStream(), worker.Dispatch{Kinds: []string{events.KindSummaries},
 			Routes: []worker.Route{worker.On(events.TypeSummary, w.handleSummary)}, SkipInvalid: true}.Handler(), nil},
@@ -200,6 +214,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	bctx, stopBatches := context.WithCancel(context.WithoutCancel(ctx))
 	var bwg sync.WaitGroup
 	bwg.Go(func() { w.batch.run(bctx) })
+	stopWatch := context.AfterFunc(ctx, func() { close(w.stopping) })
+	defer stopWatch()
+	// A turn waits for ingest's decision: each commit wakes the waiters of its session.
+	if err := w.sessions.store.WatchCommits(ctx, w.sessions.committed); err != nil {
+		w.log.Warn().Err(err).Msg("session commits not watched; waiting turns poll instead")
+	}
 	errs := make(chan error, len(w.workers))
 	for _, wk := range w.workers {
 		go func() { errs <- wk.Run(ctx) }()
@@ -214,49 +234,53 @@ func (w *Worker) Run(ctx context.Context) error {
 	return err
 }
 
-// handleApplied embeds the turns of one announcement of ingest (events.TypeTurnsApplied: the
-// turns of a session it applied in one batch, published before it committed them). It reads their
-// texts from the turns stream in batched direct gets, from the first to the last sequence named,
-// and embeds each under the owner the announcement names. A turn no longer in the stream (the
-// archive's retention, or forgotten) has nothing to embed.
-func (w *Worker) handleApplied(ctx context.Context, e worker.Event, a events.TurnsApplied) error {
-	tenant, sess := e.Address.Tenant, e.Address.Key
-	want := make(map[uint64]string, len(a.Turns))
-	from, to := a.Turns[0].Seq, a.Turns[0].Seq
-	for _, t := range a.Turns {
-		want[t.Seq] = t.ID
-		from, to = min(from, t.Seq), max(to, t.Seq)
-	}
-	type text struct{ id, content string }
-	var texts []text
-	err := w.reader.ScanBatch(ctx, events.PartitionedSubject(a.Partition, tenant, sess), from, to, len(want), func(m *jetstream.RawStreamMsg) error {
-		id, ok := want[m.Sequence]
-		if !ok {
-			return nil // not applied in this batch: rejected, a duplicate, a session end
-		}
-		t, err := events.ReadAppliedTurn(m)
-		if err != nil || t.ID != id {
-			w.log.Warn().Err(err).Str("tenant", tenant).Str("session", sess).Uint64("stream_seq", m.Sequence).Str("id", id).
-				Msg("an announced turn does not read as that turn; not embedded")
-			return nil
-		}
-		if strings.TrimSpace(t.Turn.Content) == "" {
-			w.cfg.Metrics.EmbedSkipped("turn")
-			return nil
-		}
-		texts = append(texts, text{id, t.Turn.Content})
+// maybeTurn reports whether a turns-stream message may be a turn: binary mode says so in its
+// ce-type header; structured mode only in its body.
+func maybeTurn(h nats.Header) bool { return events.MaybeType(h, events.TypeTurn) }
+
+// turns handles a message of the turns consumer. It reads the turn with events.ReadAppliedTurn:
+// agentmem's own binary-mode turns from their id header and data, without building and checking a
+// CloudEvent (most of what the stage spent per turn besides the embedding and the write). That
+// check would only repeat ingest's: a turn is embedded once ingest has applied it (handleTurn),
+// and ingest applies only turns that pass it. A message that cannot be read as a turn at all is
+// not embedded (ingest dead-letters it, or it is a session end).
+func (w *Worker) turns(ctx context.Context, m jetstream.Msg) error {
+	addr, err := events.ParseEventSubject(m.Subject())
+	if err != nil || addr.Kind != events.KindTurns {
 		return nil
-	})
+	}
+	meta, err := m.Metadata()
 	if err != nil {
 		return err
 	}
-	fresh := e.Meta.NumDelivered == 1 && e.Meta.Timestamp.After(w.turnsSince)
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(w.cfg.BatchSize)
-	for _, t := range texts {
-		g.Go(func() error { return w.storeVector(gctx, tenant, a.User, t.id, KindTurn, t.content, !fresh) })
+	t, err := events.ReadAppliedTurn(&jetstream.RawStreamMsg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data(),
+		Sequence: meta.Sequence.Stream, Time: meta.Timestamp})
+	if err != nil {
+		return nil
 	}
-	return g.Wait()
+	if sc, ok := events.SpanContextOf(m.Headers(), nil); ok {
+		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
+	}
+	return w.handleTurn(ctx, addr, meta, t.ID, t.Turn)
+}
+
+// handleTurn embeds a turn once ingest has applied it. Turns ingest rejects (bad input, another
+// user's session) or never sees decoded are not embedded: ingest dead-letters those.
+func (w *Worker) handleTurn(ctx context.Context, addr events.EventAddress, meta *jetstream.MsgMetadata, id string, turn events.Turn) error {
+	if addr.Partition < 0 {
+		return nil // not a partitioned turn subject: ingest dead-letters it
+	}
+	k := session.Key{Tenant: addr.Tenant, Session: addr.Key}
+	applied, user, err := w.sessions.decided(ctx, w.stopping, k, id, meta.Sequence.Stream, w.cfg.DecideWait)
+	if err != nil {
+		return err
+	}
+	if !applied || user == "" || strings.TrimSpace(turn.Content) == "" {
+		w.cfg.Metrics.EmbedSkipped("turn")
+		return nil
+	}
+	fresh := meta.NumDelivered == 1 && meta.Timestamp.After(w.turnsSince)
+	return w.storeVector(ctx, k.Tenant, user, id, KindTurn, turn.Content, !fresh)
 }
 
 // handleSummary embeds a summary (the compressor stored it in the long-term bucket before

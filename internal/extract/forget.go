@@ -118,12 +118,9 @@ func (w *Worker) forgetPass(ctx context.Context, tenant, user string, counts map
 			}
 			counts[p.name] += int(n)
 		}
-		// Ingest's announcements of the session's ends and applied turns (ids, sequences and
-		// the owner; not counted).
-		for _, kind := range []string{events.KindEnded, events.KindApplied} {
-			if _, err := w.purge(ctx, topo.TurnsStream(), "memory."+kind+"."+tenant+"."+sess); err != nil {
-				return err
-			}
+		// Ingest's announcements of the session's ends (ids and sequences; not counted).
+		if _, err := w.purge(ctx, topo.TurnsStream(), "memory.ended."+tenant+"."+sess); err != nil {
+			return err
 		}
 		if _, err := w.purgeKV(ctx, topo.UsageBucket(), tenant+"."+sess); err != nil {
 			return err

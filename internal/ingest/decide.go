@@ -45,10 +45,7 @@ type effects struct {
 	msgs []*nats.Msg
 	// ended are the announcements of the session ends the batch applied (the extractors'
 	// triggers), published with the pressure events; a replay extracts by itself instead.
-	ended []*nats.Msg
-	// applied are the turns the batch applied, announced to the embedding stage in one message
-	// (appliedMsgs) before the commit.
-	applied []events.AppliedTurn
+	ended   []*nats.Msg
 	letters []deadletter.Record
 	// spans are the batch's spans, ended once it is committed (or failed); trace is the
 	// context of the turn being decided, the parent of its pressure span.
@@ -122,11 +119,6 @@ func (w *Worker) processSession(part *partition, items []worker.Delivery) (outco
 		prevNew, prevRun = it.Meta.NumDelivered == 1, it.Run
 	}
 	if st.Header.LastSeq != before || st.Uncommitted() > 0 {
-		applied, err := appliedMsgs(fx.trace, k, st.Header.User, addr.Partition, fx.applied, w.cfg.Source)
-		if err != nil {
-			return fail(err)
-		}
-		fx.ended = append(fx.ended, applied...)
 		if err := w.publish(ctx, fx); err != nil {
 			return fail(err)
 		}
@@ -291,7 +283,6 @@ func (w *Worker) decide(st *session.State, m message, fx *effects) (bad string) 
 		st.Add(e, w.cfg.Budget.Conversation(), turn.User)
 		w.applied.Add(1)
 		fx.turns++
-		fx.applied = append(fx.applied, events.AppliedTurn{ID: id, Seq: m.seq})
 		trace.SpanFromContext(fx.trace).SetAttributes(attribute.Int("agentmem.tokens", e.Tokens),
 			attribute.Int("agentmem.short_term_tokens", st.Short.Tokens()))
 		w.checkPressure(st, e, m.stored, fx)
@@ -332,33 +323,6 @@ func endedMsg(ctx context.Context, addr events.TurnAddress, id string, seq uint6
 	}
 	msg.Header.Set(events.HeaderMsgID, msgID)
 	return msg, nil
-}
-
-// maxAnnounced bounds the turns named by one announcement of applied turns (a batch with more,
-// after a gap was filled, is announced in several).
-const maxAnnounced = 256
-
-// appliedMsgs are the announcements of the turns of session k that a batch applied, for the
-// embedding stage: published before the batch is committed, each with a Nats-Msg-Id of its own
-// (events.AppliedMsgID: the first and last sequence it names), so a batch decided again the same
-// way announces its turns once within the duplicate window. A batch decided again differently
-// (after a crash, redelivered in other batches) may announce a turn twice: the stage stores a
-// vector once (a KV create) whatever the number of announcements.
-func appliedMsgs(ctx context.Context, k session.Key, user string, partition int, turns []events.AppliedTurn, source string) ([]*nats.Msg, error) {
-	var msgs []*nats.Msg
-	for len(turns) > 0 {
-		part := turns[:min(len(turns), maxAnnounced)]
-		turns = turns[len(part):]
-		msgID := events.AppliedMsgID(k.Tenant, k.Session, part[0].Seq, part[len(part)-1].Seq)
-		msg, err := events.NewMsg(ctx, k.Tenant, k.Session, msgID, events.TypeTurnsApplied, source, time.Now(),
-			events.TurnsApplied{User: user, Partition: partition, Turns: part})
-		if err != nil {
-			return nil, fmt.Errorf("announcing the applied turns of %s: %w", k, err)
-		}
-		msg.Header.Set(events.HeaderMsgID, msgID)
-		msgs = append(msgs, msg)
-	}
-	return msgs, nil
 }
 
 // spanName names the span of applying an event type.

@@ -14,8 +14,6 @@ const (
 	KindDLQ       = "dlq"
 	// KindEnded is agentmem's own announcement of an applied session end (EndedSubject).
 	KindEnded = "ended"
-	// KindApplied is agentmem's own announcement of the turns ingest applied (AppliedSubject).
-	KindApplied = "applied"
 )
 
 // EventAddress is what an event subject names: [<partition>.]memory.<kind>.<tenant>.<key>, where
@@ -48,7 +46,7 @@ func ParseEventSubject(subject string) (EventAddress, error) {
 	}
 	keyField := "session"
 	switch tokens[1] {
-	case KindTurns, KindPressure, KindSummaries, KindDLQ, KindEnded, KindApplied:
+	case KindTurns, KindPressure, KindSummaries, KindDLQ, KindEnded:
 	case KindFacts:
 		keyField = "user"
 	default:

@@ -45,11 +45,6 @@ const (
 // publishes it for the extractors, so that they read the session ends without reading every turn.
 const TypeEndApplied = "agentmem.session.end_applied.v1"
 
-// TypeTurnsApplied announces the turns of one session that ingest applied in one batch, on
-// memory.applied.<tenant>.<session> in the turns stream; its data is a TurnsApplied. Not part of
-// the v1 contract: the embedding stage reads it instead of every message of the turns stream.
-const TypeTurnsApplied = "agentmem.session.turns_applied.v1"
-
 // Content types and headers of CloudEvents over NATS.
 const (
 	// ContentTypeJSON is the content-type of a binary-mode event with a JSON

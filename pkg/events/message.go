@@ -33,8 +33,6 @@ func EventSubject(typ, tenant, key string) (string, error) {
 		return FactSubject(tenant, key)
 	case TypeEndApplied:
 		return EndedSubject(tenant, key)
-	case TypeTurnsApplied:
-		return AppliedSubject(tenant, key)
 	}
 	return "", fieldErrorValue("type", typ, fmt.Sprintf("no subject for this type: want %s, %s, %s, %s or %s",
 		TypeTurn, TypeSessionEnded, TypePressure, TypeSummary, TypeFact))

@@ -17,7 +17,6 @@ const (
 	subjRootForget    = "memory.forget"
 	subjRootDLQ       = "memory.dlq"
 	subjRootEnded     = "memory.ended"
-	subjRootApplied   = "memory.applied"
 )
 
 // subjectWith joins root and tokens with dots after checking every token;
@@ -70,19 +69,6 @@ func EndedSubject(tenant, session string) (string, error) {
 // own MsgID. A tenant token has no colon, so it is never the id of a turn.
 func EndedMsgID(tenant, session, endID string) string {
 	return "ended:" + MsgID(tenant, session, endID)
-}
-
-// AppliedSubject returns memory.applied.<tenant>.<session>, where ingest announces the turns of
-// a batch it applied (TypeTurnsApplied), in the turns stream. Not part of the v1 contract. It
-// fails with a *FieldError when a token is not valid.
-func AppliedSubject(tenant, session string) (string, error) {
-	return subjectWith(subjRootApplied, []string{"tenant", "session"}, tenant, session)
-}
-
-// AppliedMsgID is the Nats-Msg-Id of the announcement of the applied turns of session stored from
-// stream sequence first to last: "applied:" and MsgID(tenant, session, "<first>-<last>").
-func AppliedMsgID(tenant, session string, first, last uint64) string {
-	return "applied:" + MsgID(tenant, session, fmt.Sprintf("%d-%d", first, last))
 }
 
 // RetrieveSubject returns memory.retrieve.<tenant>, the request-reply subject

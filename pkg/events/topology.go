@@ -21,9 +21,6 @@ const (
 	// EndedSubjects are agentmem's own announcements of applied session ends (TypeEndApplied),
 	// kept in the turns stream; not part of the v1 contract.
 	EndedSubjects = "memory.ended.>"
-	// AppliedSubjects are agentmem's own announcements of applied turns (TypeTurnsApplied),
-	// kept in the turns stream; not part of the v1 contract.
-	AppliedSubjects = "memory.applied.>"
 )
 
 // Defaults of a Topology.
@@ -201,7 +198,7 @@ func (t Topology) TurnsStreamConfig() jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:        t.TurnsStream(),
 		Description: "agentmem turns (the archive), partitioned by tenant and session",
-		Subjects:    []string{TurnsSubjects, EndedSubjects, AppliedSubjects},
+		Subjects:    []string{TurnsSubjects, EndedSubjects},
 		SubjectTransform: &jetstream.SubjectTransformConfig{
 			Source:      "memory.turns.*.*",
 			Destination: fmt.Sprintf("{{partition(%d,1,2)}}.memory.turns.{{wildcard(1)}}.{{wildcard(2)}}", t.Partitions),
@@ -434,7 +431,7 @@ func (t Topology) EmbedderConsumerConfigs() map[string]jetstream.ConsumerConfig 
 		}
 	}
 	return map[string]jetstream.ConsumerConfig{
-		t.TurnsStream():   cc(t.EmbedderTurnsConsumer(), "agentmem embedders: turns ingest applied", "memory.applied.*.*", 256),
+		t.TurnsStream():   cc(t.EmbedderTurnsConsumer(), "agentmem embedders: applied turns", "*.memory.turns.*.*", 1024),
 		t.SummaryStream(): cc(t.EmbedderSummaryConsumer(), "agentmem embedders: summaries", "*.memory.summaries.*.*", 256),
 		t.FactStream():    cc(t.EmbedderFactConsumer(), "agentmem embedders: facts", FactSubjects, 256),
 	}

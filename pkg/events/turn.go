@@ -1,7 +1,6 @@
 package events
 
 import (
-	"fmt"
 	"strings"
 )
 
@@ -73,40 +72,6 @@ func (a EndApplied) Validate() error {
 	}
 	if a.End == "" {
 		return fieldErrorValue("end", "", "must be the id of the session end")
-	}
-	return nil
-}
-
-// TurnsApplied is the data of an agentmem.session.turns_applied.v1 event: ingest applied these
-// turns of the session, owned by User, in one batch. Partition is the partition of the session's
-// stored subject (PartitionedSubject), so that a reader asks for that one subject.
-type TurnsApplied struct {
-	User      string        `json:"user"`
-	Partition int           `json:"partition"`
-	Turns     []AppliedTurn `json:"turns"`
-}
-
-// AppliedTurn names one applied turn: its ce-id and its stream sequence in the turns stream.
-type AppliedTurn struct {
-	ID  string `json:"id"`
-	Seq uint64 `json:"seq"`
-}
-
-// Validate checks the owner and that every turn is named.
-func (a TurnsApplied) Validate() error {
-	if err := ValidateToken("user", a.User); err != nil {
-		return err
-	}
-	if a.Partition < 0 {
-		return fieldErrorValue("partition", fmt.Sprint(a.Partition), "must be the session's partition")
-	}
-	if len(a.Turns) == 0 {
-		return fieldErrorValue("turns", "[]", "must name at least one turn")
-	}
-	for _, t := range a.Turns {
-		if t.ID == "" || t.Seq == 0 {
-			return fieldErrorValue("turns", fmt.Sprintf("%q at %d", t.ID, t.Seq), "each turn needs its id and stream sequence")
-		}
 	}
 	return nil
 }

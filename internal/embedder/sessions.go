@@ -1,0 +1,115 @@
+package embedder
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/agentmem/agentmem/internal/session"
+)
+
+// sessionCacheSize bounds the session states an embedder keeps.
+const sessionCacheSize = 4096
+
+// sessionCache keeps the committed state of recently seen sessions, to tell applied turns from
+// rejected ones without reading a session again for each of its turns.
+type sessionCache struct {
+	store *session.Store
+	max   int
+
+	mu    sync.Mutex
+	items map[session.Key]*cachedSession
+	tick  uint64
+}
+
+type cachedSession struct {
+	mu    sync.Mutex
+	state *session.State
+	used  uint64
+	// changed is closed (and replaced) when the session's header is written: a waiter looks
+	// again at once. Guarded by sessionCache.mu.
+	changed chan struct{}
+}
+
+func newSessionCache(store *session.Store, max int) *sessionCache {
+	return &sessionCache{store: store, max: max, items: map[session.Key]*cachedSession{}}
+}
+
+func (c *sessionCache) get(k session.Key) *cachedSession {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tick++
+	cs, ok := c.items[k]
+	if !ok {
+		if len(c.items) >= c.max {
+			var oldest session.Key
+			at := ^uint64(0)
+			for key, v := range c.items {
+				if v.used < at {
+					oldest, at = key, v.used
+				}
+			}
+			delete(c.items, oldest)
+		}
+		cs = &cachedSession{state: session.NewDecisions(k), changed: make(chan struct{})}
+		c.items[k] = cs
+	}
+	cs.used = c.tick
+	return cs
+}
+
+// committed wakes the waiters of session k: its header was written (session.Store.WatchCommits).
+func (c *sessionCache) committed(k session.Key) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cs, ok := c.items[k]; ok {
+		close(cs.changed)
+		cs.changed = make(chan struct{})
+	}
+}
+
+// signal returns the channel closed at the next commit of cs's session.
+func (c *sessionCache) signal(cs *cachedSession) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return cs.changed
+}
+
+// decided waits (up to wait, or until stopping is closed) until ingest has decided the turn at
+// stream sequence seq of session k (woken by the session's next commit, or looking again after a
+// pause), then reports whether it was applied under id and who owns the
+// session. When ingest has not decided it in time, the error asks for the message to be tried
+// again later.
+func (c *sessionCache) decided(ctx context.Context, stopping <-chan struct{}, k session.Key, id string, seq uint64, wait time.Duration) (bool, string, error) {
+	cs := c.get(k)
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	deadline := time.Now().Add(wait)
+	pause := 20 * time.Millisecond
+	for {
+		if cs.state.Revision() > 0 && cs.state.Header.LastSeq >= seq {
+			return cs.state.AppliedAt(id, seq), cs.state.Header.User, nil
+		}
+		next := c.signal(cs) // before reading: a commit after the read wakes this wait
+		changed, err := c.store.Refresh(ctx, cs.state)
+		if err != nil {
+			return false, "", fmt.Errorf("reading session %s: %w", k, err)
+		}
+		if changed {
+			continue
+		}
+		if !time.Now().Before(deadline) {
+			return false, "", fmt.Errorf("ingest has not decided turn %q (stream sequence %d) of session %s yet", id, seq, k)
+		}
+		select {
+		case <-ctx.Done():
+			return false, "", ctx.Err()
+		case <-stopping:
+			return false, "", fmt.Errorf("shutting down before ingest decided turn %q of session %s", id, k)
+		case <-next:
+		case <-time.After(pause): // in case a commit notice is lost (a watcher being restarted)
+		}
+		pause = min(2*pause, 500*time.Millisecond)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -182,13 +181,21 @@ func TestCorruptChunkMakesTheSessionAbsent(t *testing.T) {
 	}{
 		{"another tenant's chunk", integrity.Tenant, func(t *testing.T, head session.Chunk) []byte {
 			head.Tenant = "alpha"
+			return mustChunk(t, head)
+		}},
+		{"another tenant's chunk, JSON", integrity.Tenant, func(t *testing.T, head session.Chunk) []byte {
+			head.Tenant = "alpha"
 			return mustJSON(t, head)
 		}},
 		{"a chunk out of its place", integrity.Chain, func(t *testing.T, head session.Chunk) []byte {
 			head.N += 5
-			return mustJSON(t, head)
+			return mustChunk(t, head)
 		}},
 		{"not a chunk", integrity.Undecodable, func(*testing.T, session.Chunk) []byte { return []byte("[1,2,3]") }},
+		{"a truncated binary chunk", integrity.Undecodable, func(t *testing.T, head session.Chunk) []byte {
+			b := mustChunk(t, head)
+			return b[:len(b)-3]
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newCorruptEnv(t)
@@ -198,8 +205,8 @@ func TestCorruptChunkMakesTheSessionAbsent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var head session.Chunk
-			if err := json.Unmarshal(entry.Value(), &head); err != nil {
+			head, err := session.DecodeChunk(entry.Value())
+			if err != nil {
 				t.Fatal(err)
 			}
 			if _, err := e.chunks.Put(ctx, s.Header.Head, c.value(t, head)); err != nil {
@@ -253,14 +260,14 @@ func TestChunksWithoutOwnerFieldsStillLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(entry.Value()), `"tenant":"beta"`) {
-		t.Fatalf("a new chunk does not name its tenant: %s", entry.Value())
-	}
-	var c session.Chunk
-	if err := json.Unmarshal(entry.Value(), &c); err != nil {
+	c, err := session.DecodeChunk(entry.Value())
+	if err != nil {
 		t.Fatal(err)
 	}
-	c.Tenant, c.Session = "", "" // as written before chunks named their session
+	if c.Tenant != "beta" || c.Session != "s1" {
+		t.Fatalf("a new chunk names %q/%q, want its session", c.Tenant, c.Session)
+	}
+	c.Tenant, c.Session = "", "" // as written, in JSON, before chunks named their session
 	if _, err := e.chunks.Put(ctx, s.Header.Head, mustJSON(t, c)); err != nil {
 		t.Fatal(err)
 	}
@@ -271,4 +278,13 @@ func TestChunksWithoutOwnerFieldsStillLoad(t *testing.T) {
 	if n := e.corrupt(t, integrity.Tenant) + e.corrupt(t, integrity.Session); n != 0 {
 		t.Fatalf("an old chunk was reported corrupt")
 	}
+}
+
+func mustChunk(t *testing.T, c session.Chunk) []byte {
+	t.Helper()
+	b, err := session.EncodeChunk(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -13,6 +13,10 @@
 //     to the previous chunk. Chunks hold entry metadata, not text: the text of a turn stays in the
 //     turns stream at the sequence the chunk names.
 //
+// Chunks are written in a compact binary form (EncodeChunk): every reader decodes all of a
+// session's chunks, and decoding their JSON was a third of a cold retriever's load. Chunks of
+// earlier builds, in JSON, are read as before (DecodeChunk).
+//
 // Replaying the chain from the first chunk rebuilds the exact short-term memory without
 // re-deciding anything, so readers (the retriever, memctl) do not depend on ingest's
 // configuration. A chunk is written with a unique key before the header that points at it; a

@@ -262,8 +262,8 @@ func (st *Store) checkChunk(sk Key, key string, n int, value []byte) (Chunk, *in
 		return Chunk{}, &integrity.Error{Bucket: st.headers.Bucket(), Key: sk.String(), Reason: integrity.Chain,
 			Detail: fmt.Sprintf("the chain names chunk %q of another session", key)}
 	}
-	var c Chunk
-	if err := json.Unmarshal(value, &c); err != nil {
+	c, err := decodeChunk(value)
+	if err != nil {
 		return Chunk{}, integrity.Undecoded(bucket, key, err)
 	}
 	if c.Tenant != "" || c.Session != "" {
@@ -292,7 +292,7 @@ func (st *Store) Commit(ctx context.Context, s *State) (writes int, err error) {
 	prev, n := h.Head, h.Chunks
 	for _, part := range split(s.ops) {
 		n++
-		data, err := json.Marshal(Chunk{Tenant: s.Key.Tenant, Session: s.Key.Session, Prev: prev, N: n, Ops: part})
+		data, err := encodeChunk(nil, Chunk{Tenant: s.Key.Tenant, Session: s.Key.Session, Prev: prev, N: n, Ops: part})
 		if err != nil {
 			return writes, fmt.Errorf("encoding chunk: %w", err)
 		}
@@ -335,15 +335,17 @@ func (st *Store) Commit(ctx context.Context, s *State) (writes int, err error) {
 	return writes, nil
 }
 
-// split cuts ops into parts whose JSON stays under maxChunkBytes.
+// split cuts ops into parts whose encoding stays under maxChunkBytes.
 func split(ops []Op) [][]Op {
 	if len(ops) == 0 {
 		return nil
 	}
 	var parts [][]Op
+	var scratch []byte
 	start, size := 0, 0
 	for i, op := range ops {
-		b, _ := json.Marshal(op)
+		b, _ := appendOp(scratch[:0], op)
+		scratch = b
 		if size+len(b) > maxChunkBytes && i > start {
 			parts = append(parts, ops[start:i])
 			start, size = i, 0

@@ -118,9 +118,12 @@ func (w *Worker) forgetPass(ctx context.Context, tenant, user string, counts map
 			}
 			counts[p.name] += int(n)
 		}
-		// Ingest's announcements of the session's ends (ids and sequences; not counted).
-		if _, err := w.purge(ctx, topo.TurnsStream(), "memory.ended."+tenant+"."+sess); err != nil {
-			return err
+		// Ingest's announcements of the session's ends (ids and sequences; not counted). A
+		// session name that is not a subject token was never announced.
+		if ended, err := events.EndedSubject(tenant, sess); err == nil {
+			if _, err := w.purge(ctx, topo.TurnsStream(), ended); err != nil {
+				return err
+			}
 		}
 		if _, err := w.purgeKV(ctx, topo.UsageBucket(), tenant+"."+sess); err != nil {
 			return err

@@ -34,8 +34,8 @@ func EventSubject(typ, tenant, key string) (string, error) {
 	case TypeEndApplied:
 		return EndedSubject(tenant, key)
 	}
-	return "", fieldErrorValue("type", typ, fmt.Sprintf("no subject for this type: want %s, %s, %s, %s or %s",
-		TypeTurn, TypeSessionEnded, TypePressure, TypeSummary, TypeFact))
+	return "", fieldErrorValue("type", typ, fmt.Sprintf("no subject for this type: want %s, %s, %s, %s, %s or %s",
+		TypeTurn, TypeSessionEnded, TypePressure, TypeSummary, TypeFact, TypeEndApplied))
 }
 
 // NewMsg returns the binary-mode message of a new event about (tenant, key), where key is the

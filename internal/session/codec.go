@@ -54,14 +54,8 @@ const (
 )
 
 // EncodeChunk returns the binary form of c, as Store.Commit writes it.
-func EncodeChunk(c Chunk) ([]byte, error) { return encodeChunk(nil, c) }
-
-// DecodeChunk decodes a stored chunk, binary or JSON (written before the binary form).
-func DecodeChunk(value []byte) (Chunk, error) { return decodeChunk(value) }
-
-// encodeChunk appends the binary form of c to b.
-func encodeChunk(b []byte, c Chunk) ([]byte, error) {
-	b = append(b, chunkMagic, chunkVersion)
+func EncodeChunk(c Chunk) ([]byte, error) {
+	b := []byte{chunkMagic, chunkVersion}
 	b = appendString(b, c.Tenant)
 	b = appendString(b, c.Session)
 	b = appendString(b, c.Prev)
@@ -76,21 +70,18 @@ func encodeChunk(b []byte, c Chunk) ([]byte, error) {
 	return b, nil
 }
 
-func appendOp(b []byte, op Op) ([]byte, error) {
-	var f uint64
-	set := func(bit uint64, ok bool) {
-		if ok {
-			f |= bit
-		}
+// present is bit when a field is set, else 0: the presence masks of ops and entries.
+func present(bit uint64, set bool) uint64 {
+	if set {
+		return bit
 	}
-	set(opSeq, op.Seq != 0)
-	set(opID, op.ID != "")
-	set(opEntry, op.Entry != nil)
-	set(opBudget, op.Budget != 0)
-	set(opUser, op.User != "")
-	set(opIDs, len(op.IDs) > 0)
-	set(opReason, op.Reason != "")
-	set(opTime, !op.Time.IsZero())
+	return 0
+}
+
+func appendOp(b []byte, op Op) ([]byte, error) {
+	f := present(opSeq, op.Seq != 0) | present(opID, op.ID != "") | present(opEntry, op.Entry != nil) |
+		present(opBudget, op.Budget != 0) | present(opUser, op.User != "") | present(opIDs, len(op.IDs) > 0) |
+		present(opReason, op.Reason != "") | present(opTime, !op.Time.IsZero())
 	b = appendString(b, op.Kind)
 	b = binary.AppendUvarint(b, f)
 	if f&opSeq != 0 {
@@ -124,21 +115,9 @@ func appendOp(b []byte, op Op) ([]byte, error) {
 }
 
 func appendEntry(b []byte, e *memory.Entry) ([]byte, error) {
-	var f uint64
-	set := func(bit uint64, ok bool) {
-		if ok {
-			f |= bit
-		}
-	}
-	set(entID, e.ID != "")
-	set(entType, e.Type != "")
-	set(entContent, e.Content != "")
-	set(entTimestamp, !e.Timestamp.IsZero())
-	set(entTokens, e.Tokens != 0)
-	set(entRole, e.Role != "")
-	set(entSeq, e.Seq != 0)
-	set(entProvenance, len(e.Provenance) > 0)
-	set(entMetadata, len(e.Metadata) > 0)
+	f := present(entID, e.ID != "") | present(entType, e.Type != "") | present(entContent, e.Content != "") |
+		present(entTimestamp, !e.Timestamp.IsZero()) | present(entTokens, e.Tokens != 0) | present(entRole, e.Role != "") |
+		present(entSeq, e.Seq != 0) | present(entProvenance, len(e.Provenance) > 0) | present(entMetadata, len(e.Metadata) > 0)
 	b = binary.AppendUvarint(b, f)
 	if f&entID != 0 {
 		b = appendString(b, e.ID)
@@ -194,19 +173,19 @@ func appendTime(b []byte, t time.Time) []byte {
 	return binary.AppendVarint(b, int64(offset))
 }
 
-// decodeChunk decodes a chunk in either form.
-func decodeChunk(value []byte) (Chunk, error) {
+// DecodeChunk decodes a stored chunk, binary or JSON (written before the binary form).
+func DecodeChunk(value []byte) (Chunk, error) {
 	if len(value) == 0 || value[0] != chunkMagic {
 		var c Chunk
 		err := json.Unmarshal(value, &c)
 		return c, err
 	}
-	d := decoder{b: value}
-	if d.byte() != chunkMagic || d.byte() != chunkVersion {
+	d := decoder{b: value[1:]}
+	if v := d.byte(); v != chunkVersion {
 		if d.err != nil {
-			return Chunk{}, d.err
+			return Chunk{}, fmt.Errorf("binary chunk: %w", d.err)
 		}
-		return Chunk{}, fmt.Errorf("chunk version %d: this build reads version %d", value[1], chunkVersion)
+		return Chunk{}, fmt.Errorf("chunk version %d: this build reads version %d", v, chunkVersion)
 	}
 	c := Chunk{Tenant: d.string(), Session: d.string(), Prev: d.string(), N: d.int()}
 	n := d.count()

@@ -262,7 +262,7 @@ func (st *Store) checkChunk(sk Key, key string, n int, value []byte) (Chunk, *in
 		return Chunk{}, &integrity.Error{Bucket: st.headers.Bucket(), Key: sk.String(), Reason: integrity.Chain,
 			Detail: fmt.Sprintf("the chain names chunk %q of another session", key)}
 	}
-	c, err := decodeChunk(value)
+	c, err := DecodeChunk(value)
 	if err != nil {
 		return Chunk{}, integrity.Undecoded(bucket, key, err)
 	}
@@ -292,7 +292,7 @@ func (st *Store) Commit(ctx context.Context, s *State) (writes int, err error) {
 	prev, n := h.Head, h.Chunks
 	for _, part := range split(s.ops) {
 		n++
-		data, err := encodeChunk(nil, Chunk{Tenant: s.Key.Tenant, Session: s.Key.Session, Prev: prev, N: n, Ops: part})
+		data, err := EncodeChunk(Chunk{Tenant: s.Key.Tenant, Session: s.Key.Session, Prev: prev, N: n, Ops: part})
 		if err != nil {
 			return writes, fmt.Errorf("encoding chunk: %w", err)
 		}

@@ -11,7 +11,9 @@ import (
 
 // batcher gathers the texts of the messages being handled into batches: one Embed call for up to
 // size texts, made when the batch is full or wait after its first text arrived. Every caller gets
-// its own vector, or the batch's error.
+// its own vector, or the batch's error. Texts to be stored (embedAndStore) are stored by the
+// batch: the vectors of one owner and model in one pack (store), so that a batch costs a write
+// per user, not per text.
 type batcher struct {
 	emb  embed.Embedder
 	size int
@@ -19,11 +21,15 @@ type batcher struct {
 	reqs chan batchReq
 	// embedded counts the texts embedded (for the metrics).
 	embedded func(n int)
+	// store writes vectors of one owner and model as one pack.
+	store func(ctx context.Context, vs []Vector) error
 }
 
 type batchReq struct {
 	text string
-	out  chan batchRes
+	// put, when set, names the entry to store the vector as (its Q and Scale are filled in).
+	put *Vector
+	out chan batchRes
 }
 
 type batchRes struct {
@@ -33,9 +39,22 @@ type batchRes struct {
 
 // embed embeds one text within a batch; it returns when the batch is done or ctx ends.
 func (b *batcher) embed(ctx context.Context, text string) ([]float32, error) {
+	return b.do(ctx, batchReq{text: text})
+}
+
+// embedAndStore embeds text within a batch and stores its vector as entry v (its owner, model, id
+// and kind), in a pack with the batch's other vectors of the owner; it returns when the pack is
+// stored, or with the batch's or the write's error.
+func (b *batcher) embedAndStore(ctx context.Context, text string, v Vector) error {
+	_, err := b.do(ctx, batchReq{text: text, put: &v})
+	return err
+}
+
+func (b *batcher) do(ctx context.Context, req batchReq) ([]float32, error) {
 	out := make(chan batchRes, 1)
+	req.out = out
 	select {
-	case b.reqs <- batchReq{text: text, out: out}:
+	case b.reqs <- req:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -116,11 +135,41 @@ func (b *batcher) call(ctx context.Context, batch []batchReq) {
 	if err == nil && b.embedded != nil {
 		b.embedded(len(texts))
 	}
-	for i, r := range batch {
-		if err != nil {
+	if err != nil {
+		for _, r := range batch {
 			r.out <- batchRes{err: err}
+		}
+		return
+	}
+	// The vectors to store, one pack per owner and model, written at once.
+	type owner struct{ tenant, user, model string }
+	groups := map[owner][]int{}
+	var order []owner
+	for i, r := range batch {
+		if r.put == nil {
+			r.out <- batchRes{vec: vecs[i]}
 			continue
 		}
-		r.out <- batchRes{vec: vecs[i]}
+		r.put.Q, r.put.Scale = Quantize(vecs[i])
+		o := owner{r.put.Tenant, r.put.User, r.put.Model}
+		if _, ok := groups[o]; !ok {
+			order = append(order, o)
+		}
+		groups[o] = append(groups[o], i)
 	}
+	var wg sync.WaitGroup
+	for _, o := range order {
+		wg.Go(func() {
+			idx := groups[o]
+			vs := make([]Vector, len(idx))
+			for j, i := range idx {
+				vs[j] = *batch[i].put
+			}
+			err := b.store(cctx, vs)
+			for _, i := range idx {
+				batch[i].out <- batchRes{vec: vecs[i], err: err}
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -1,7 +1,9 @@
 // Package embedder is the pipeline's embedding stage: it embeds every applied turn, every summary
 // and every fact once per embedding model, in batches, and keeps the vectors in a JetStream KV
-// bucket (events.Topology.VectorBucket) under the entry's tenant and user, keyed by the model and
-// the entry id. Retrievers load those vectors with a user's memory and embed only queries.
+// bucket (events.Topology.VectorBucket) under the entry's tenant and user and the model: a
+// summary's or a fact's under its entry id (Key), the turns of a batch together, one pack per
+// user (PackKey, packs.go). Retrievers load those vectors with a user's memory and embed only
+// queries.
 //
 // It consumes three durable consumers any number of embedder processes share: the turns stream
 // (a turn is embedded only once ingest has decided it and only when ingest applied it, read from
@@ -19,6 +21,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -100,6 +103,7 @@ type Worker struct {
 	cfg      Config
 	emb      embed.Embedder
 	vectors  *Vectors
+	packs    *packIndex
 	sessions *sessionCache
 	batch    *batcher
 	workers  []*worker.Worker
@@ -107,12 +111,12 @@ type Worker struct {
 	// stopping is closed when Run's context ends: a turn waiting for ingest gives its message
 	// back at once instead of holding the shutdown up.
 	stopping chan struct{}
-	// turnsSince is when the turns consumer was created: a turn stored after it and delivered
-	// for the first time cannot have a vector yet (nothing else embeds live turns), so its
-	// vector is written without looking for one first. Turns stored before (a consumer created
-	// again, going through the stream from the start) are looked up, and embedded only if they
-	// have none.
-	turnsSince time.Time
+	// turnsSince is when the turns consumer was created (Unix nanoseconds; the worker says so
+	// again when the consumer is created anew): a turn stored after it and delivered for the
+	// first time cannot have a vector yet (nothing else embeds live turns), so it is embedded
+	// without looking for one first. Turns stored before (a consumer created again, going
+	// through the stream from the start) are looked up, and embedded only if they have none.
+	turnsSince atomic.Int64
 }
 
 // New returns the stage embedding with emb. It creates its consumers; Run starts it.
@@ -145,13 +149,15 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, emb embed.Embe
 	if err != nil {
 		return nil, fmt.Errorf("binding consumer %q: %w", ccs[topo.TurnsStream()].Durable, err)
 	}
+	vectors = vectors.Instrument(rep)
 	w := &Worker{
-		turnsSince: turns.CachedInfo().Created,
-		cfg:        cfg, emb: emb, vectors: vectors.Instrument(rep), log: log, stopping: make(chan struct{}),
+		cfg: cfg, emb: emb, vectors: vectors, packs: newPackIndex(vectors, packIndexSize), log: log,
+		stopping: make(chan struct{}),
 		sessions: newSessionCache(store.Instrument(rep), sessionCacheSize),
-		batch: &batcher{emb: emb, size: cfg.BatchSize, wait: cfg.BatchWait, reqs: make(chan batchReq),
-			embedded: func(n int) { cfg.Metrics.Embedded(emb.Name(), n) }},
 	}
+	w.turnsSince.Store(turns.CachedInfo().Created.UnixNano())
+	w.batch = &batcher{emb: emb, size: cfg.BatchSize, wait: cfg.BatchWait, reqs: make(chan batchReq),
+		embedded: func(n int) { cfg.Metrics.Embedded(emb.Name(), n) }, store: w.storePack}
 	dlq := deadletter.NewWriter(js, 0).Instrument(cfg.Metrics, "embedder")
 	place := func(m worker.Subjected) (string, string) {
 		a, err := events.ParseEventSubject(m.Subject())
@@ -167,26 +173,28 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, emb embed.Embe
 		name, stream string
 		handler      worker.Handler
 		skip         func(jetstream.Msg) bool
+		created      func(time.Time)
 	}{
 		// Turns ingest rejects or cannot decode are ingest's to dead-letter; session ends are
 		// not embedded.
 		{"embedder-turns", topo.TurnsStream(), w.turns,
-			func(m jetstream.Msg) bool { return !maybeTurn(m.Headers()) }},
+			func(m jetstream.Msg) bool { return !maybeTurn(m.Headers()) },
+			func(t time.Time) { w.turnsSince.Store(t.UnixNano()) }},
 		// A summary that breaks the contract is ingest's to dead-letter.
 		{"embedder-summaries", topo.SummaryStream(), worker.Dispatch{Kinds: []string{events.KindSummaries},
-			Routes: []worker.Route{worker.On(events.TypeSummary, w.handleSummary)}, SkipInvalid: true}.Handler(), nil},
+			Routes: []worker.Route{worker.On(events.TypeSummary, w.handleSummary)}, SkipInvalid: true}.Handler(), nil, nil},
 		// Other fact changes (superseded, deleted, forgotten) keep the vectors there are or
 		// remove them with the user.
 		{"embedder-facts", topo.FactStream(), worker.Dispatch{Kinds: []string{events.KindFacts},
 			Routes: []worker.Route{worker.On(events.TypeFact, w.handleFact)}, SkipUnknown: true}.Handler(),
 			func(m jetstream.Msg) bool {
 				return m.Headers().Get("ce-type") != "" && m.Headers().Get("ce-type") != events.TypeFact
-			}},
+			}, nil},
 	} {
 		w.workers = append(w.workers, worker.New(worker.Config{
 			Name: h.name, Stream: h.stream, Consumer: ccs[h.stream].Durable,
 			Concurrency: cfg.Concurrency, MaxDeliver: events.WorkerMaxDeliver, Place: place, Backoff: cfg.Backoff,
-			Skip: h.skip, Metrics: cfg.Metrics,
+			Skip: h.skip, Created: h.created, Metrics: cfg.Metrics,
 		}, js, dlq, h.handler, log))
 	}
 	return w, nil
@@ -279,8 +287,40 @@ func (w *Worker) handleTurn(ctx context.Context, addr events.EventAddress, meta 
 		w.cfg.Metrics.EmbedSkipped("turn")
 		return nil
 	}
-	fresh := meta.NumDelivered == 1 && meta.Timestamp.After(w.turnsSince)
-	return w.storeVector(ctx, k.Tenant, user, id, KindTurn, turn.Content, !fresh)
+	// A turn stored after the consumer was created and delivered for the first time cannot have a
+	// vector yet; others (redelivered, or replayed by a new consumer) are looked up.
+	model := w.emb.Name()
+	if fresh := meta.NumDelivered == 1 && meta.Timestamp.UnixNano() > w.turnsSince.Load(); !fresh {
+		has, err := w.vectors.Has(ctx, k.Tenant, user, model, id) // a single value: backfill's, or an earlier build's
+		if err == nil && !has {
+			has, err = w.packs.has(ctx, k.Tenant, user, model, id)
+		}
+		if err != nil {
+			return err
+		}
+		if has {
+			w.cfg.Metrics.EmbedSkipped("stored")
+			return nil
+		}
+	}
+	if err := w.batch.embedAndStore(ctx, turn.Content, Vector{Tenant: k.Tenant, User: user, Model: model, ID: id, Kind: KindTurn}); err != nil {
+		return fmt.Errorf("embedding with %s: %w", model, err)
+	}
+	return nil
+}
+
+// storePack stores the vectors of a batch of one owner and model as a pack.
+func (w *Worker) storePack(ctx context.Context, vs []Vector) error {
+	if _, err := w.vectors.PutPack(ctx, vs); err != nil {
+		return err
+	}
+	ids := make([]string, len(vs))
+	for i, v := range vs {
+		ids[i] = v.ID
+		w.cfg.Metrics.VectorStored(kindName(v.Kind))
+	}
+	w.packs.add(vs[0].Tenant, vs[0].User, vs[0].Model, ids)
+	return nil
 }
 
 // handleSummary embeds a summary (the compressor stored it in the long-term bucket before
@@ -301,24 +341,17 @@ func (w *Worker) handleFact(ctx context.Context, e worker.Event, fe events.FactE
 	return w.store(ctx, e.Address.Tenant, e.Address.Key, fe.Fact.ID, KindFact, fe.Fact.Content)
 }
 
-// store embeds text as entry id of (tenant, user) unless its vector exists, and stores it.
+// store embeds text as entry id of (tenant, user) unless its vector exists, and stores it under
+// a key of its own (Key).
 func (w *Worker) store(ctx context.Context, tenant, user, id string, kind byte, text string) error {
-	return w.storeVector(ctx, tenant, user, id, kind, text, true)
-}
-
-// storeVector embeds and stores text as entry id; look says whether to look for a stored vector
-// first (false: none can exist yet).
-func (w *Worker) storeVector(ctx context.Context, tenant, user, id string, kind byte, text string, look bool) error {
 	model := w.emb.Name()
-	if look {
-		has, err := w.vectors.Has(ctx, tenant, user, model, id)
-		if err != nil {
-			return err
-		}
-		if has {
-			w.cfg.Metrics.EmbedSkipped("stored")
-			return nil
-		}
+	has, err := w.vectors.Has(ctx, tenant, user, model, id)
+	if err != nil {
+		return err
+	}
+	if has {
+		w.cfg.Metrics.EmbedSkipped("stored")
+		return nil
 	}
 	vec, err := w.batch.embed(ctx, text)
 	if err != nil {
@@ -328,7 +361,7 @@ func (w *Worker) storeVector(ctx context.Context, tenant, user, id string, kind 
 	if err := w.vectors.Put(ctx, Vector{Tenant: tenant, User: user, Model: model, ID: id, Kind: kind, Scale: scale, Q: q}); err != nil {
 		return err
 	}
-	w.cfg.Metrics.VectorStored(string(kindName(kind)))
+	w.cfg.Metrics.VectorStored(kindName(kind))
 	return nil
 }
 

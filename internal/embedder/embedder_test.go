@@ -127,21 +127,16 @@ func checkFor(t *testing.T, timeout time.Duration, what string, fn func() bool) 
 	})
 }
 
-// vectorCount counts the stored vectors whose keys match filter.
+// vectorCount counts the stored vectors whose keys match filter (a pack counts its vectors).
 func vectorCount(t *testing.T, js jetstream.JetStream, filter string) int {
 	t.Helper()
-	topo := events.DefaultTopology()
-	s, err := js.Stream(context.Background(), "KV_"+topo.VectorBucket())
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(context.Background(), jetstream.WithSubjectFilter("$KV."+topo.VectorBucket()+"."+filter))
+	vs, err := embedder.OpenVectors(context.Background(), js, events.DefaultTopology())
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := 0
-	for _, c := range info.State.Subjects {
-		n += int(c)
+	if err := vs.ScanAll(context.Background(), filter, func(embedder.Vector) { n++ }); err != nil {
+		t.Fatal(err)
 	}
 	return n
 }
@@ -710,26 +705,47 @@ func TestVectorsStayWithTheirTenant(t *testing.T) {
 	cl := newClient(t, nc, "acme")
 	publish(t, cl, "s1", "alice", 3)
 	checkFor(t, 30*time.Second, "3 vectors", caughtUp(t, js, userFilter(m.emb.Name()), 3))
-	// Overwrite the vector of s1-000 with one that names tenant beta.
-	kv, err := js.KeyValue(context.Background(), events.DefaultTopology().VectorBucket())
+	// Replace alice's vectors with a vector of s1-000 and a pack of s1-000 and s1-001, under
+	// acme's keys, that name tenant beta.
+	ctx := context.Background()
+	kv, err := js.KeyValue(ctx, events.DefaultTopology().VectorBucket())
 	if err != nil {
 		t.Fatal(err)
 	}
-	forged := embedder.Encode(embedder.Vector{Tenant: "beta", User: "alice", Model: m.emb.Name(), ID: "s1-000", Kind: embedder.KindTurn, Scale: 1, Q: []int8{127, 0, 0, 0, 0}})
-	if _, err := kv.Put(context.Background(), embedder.Key("acme", "alice", m.emb.Name(), "s1-000"), forged); err != nil {
+	keys, err := kv.ListKeysFiltered(ctx, "acme.alice.>")
+	if err != nil {
 		t.Fatal(err)
 	}
-	r := retrieveArchive(t, cl, "which kitten do I have?")
-	for _, e := range r.Entries {
-		if e.ID == "s1-000" && e.Scores.Vector != nil {
-			t.Fatalf("the forged vector was used: %+v", e)
+	for key := range keys.Keys() {
+		if err := kv.Purge(ctx, key); err != nil { // watchers see it: the retriever reads alice's vectors again
+			t.Fatal(err)
 		}
+	}
+	forged := func(id string) embedder.Vector {
+		return embedder.Vector{Tenant: "beta", User: "alice", Model: m.emb.Name(), ID: id, Kind: embedder.KindTurn, Scale: 1, Q: []int8{127, 0, 0, 0, 0}}
+	}
+	if _, err := kv.Put(ctx, embedder.Key("acme", "alice", m.emb.Name(), "s1-000"), embedder.Encode(forged("s1-000"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, embedder.PackKey("acme", "alice", m.emb.Name(), "forged"), embedder.EncodePack([]embedder.Vector{forged("s1-000"), forged("s1-001")})); err != nil {
+		t.Fatal(err)
 	}
 	web := httptest.NewServer(reg.Handler())
 	t.Cleanup(web.Close)
-	if v := metricstest.Scrape(t, web.URL).Value("agentmem_kv_corrupt_total", "bucket", "AGENTMEM_VECTORS", "reason", "tenant"); v < 1 {
-		t.Fatalf("agentmem_kv_corrupt_total of the vector bucket %v, want the forged value counted", v)
-	}
+	// Both forged values are read and counted (the retriever reads alice's vectors again once
+	// its watcher has seen the purges), and never used.
+	brokertest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		r := retrieveArchive(t, cl, "which kitten do I have?")
+		for _, e := range r.Entries {
+			if (e.ID == "s1-000" || e.ID == "s1-001") && e.Scores.Vector != nil {
+				return fmt.Errorf("a vector of %s is used: %+v", e.ID, e.Scores)
+			}
+		}
+		if v := metricstest.Scrape(t, web.URL).Value("agentmem_kv_corrupt_total", "bucket", "AGENTMEM_VECTORS", "reason", "tenant"); v < 2 {
+			return fmt.Errorf("agentmem_kv_corrupt_total of the vector bucket %v, want both forged values counted", v)
+		}
+		return nil
+	})
 	beta := newClient(t, nc, "beta")
 	rb, err := beta.Retrieve(context.Background(), events.RetrieveRequest{Query: "which kitten do I have?", User: "alice", Sources: []string{"long", "archive"}})
 	if err != nil {

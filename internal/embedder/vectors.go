@@ -90,23 +90,35 @@ type VectorKey struct {
 	Tenant, User string
 	Model        string
 	Entry        string
+	// Pack is the pack id of a pack key (PackKey), whose entries are in its value; Entry is
+	// empty then.
+	Pack string
 }
 
 // ID returns the entry id the key's entry token stands for; ok is false when the token is not
 // one EntryToken makes.
 func (k VectorKey) ID() (id string, ok bool) { return EntryID(k.Entry) }
 
-// ParseKey parses a vector key, "<tenant>.<user>.<model token>.<entry token>" (Key), as the
-// bucket's watchers and listings see it. A completion marker's key (MarkerKey) is not a vector
-// key. Its error wraps events.ErrInvalid and says what is wrong: the number of tokens, the tenant,
-// the user, the model or the entry.
+// ParseKey parses a vector key, "<tenant>.<user>.<model token>.<entry token>" (Key), or a pack
+// key, "<tenant>.<user>.<model token>.p.<pack id>" (PackKey), as the bucket's watchers and
+// listings see it. A completion marker's key (MarkerKey) is neither. Its error wraps
+// events.ErrInvalid and says what is wrong: the number of tokens, the tenant, the user, the model,
+// the entry or the pack.
 func ParseKey(key string) (VectorKey, error) {
 	parts := strings.Split(key, ".")
-	if len(parts) != 4 {
+	var k VectorKey
+	switch {
+	case len(parts) == 4:
+		k = VectorKey{Tenant: parts[0], User: parts[1], Model: parts[2], Entry: parts[3]}
+	case len(parts) == 5 && parts[3] == packToken:
+		if parts[4] == "" {
+			return VectorKey{}, fmt.Errorf("vector key %q: %w", key, &events.FieldError{Field: "pack", Message: "must not be empty"})
+		}
+		k = VectorKey{Tenant: parts[0], User: parts[1], Model: parts[2], Pack: parts[4]}
+	default:
 		return VectorKey{}, fmt.Errorf("vector key %q: %w", key,
-			&events.FieldError{Message: "want <tenant>.<user>.<model>.<entry>"})
+			&events.FieldError{Message: "want <tenant>.<user>.<model>.<entry> or <tenant>.<user>.<model>.p.<pack>"})
 	}
-	k := VectorKey{Tenant: parts[0], User: parts[1], Model: parts[2], Entry: parts[3]}
 	if err := events.ValidateToken("tenant", k.Tenant); err != nil {
 		return VectorKey{}, fmt.Errorf("vector key %q: %w", key, err)
 	}
@@ -116,7 +128,7 @@ func ParseKey(key string) (VectorKey, error) {
 	if k.Model == "" {
 		return VectorKey{}, fmt.Errorf("vector key %q: %w", key, &events.FieldError{Field: "model", Message: "must not be empty"})
 	}
-	if k.Entry == "" {
+	if k.Entry == "" && k.Pack == "" {
 		return VectorKey{}, fmt.Errorf("vector key %q: %w", key, &events.FieldError{Field: "entry", Message: "must not be empty"})
 	}
 	return k, nil
@@ -304,12 +316,14 @@ func (s *Vectors) scan(ctx context.Context, filter string, fn func(Vector)) erro
 		if _, marker := IsMarkerKey(key); marker {
 			continue
 		}
-		v, cerr := s.Check(key, data)
+		vs, cerr := s.Entries(key, data)
 		if cerr != nil {
 			s.rep.Report(cerr)
 			continue
 		}
-		fn(v)
+		for _, v := range vs {
+			fn(v)
+		}
 	}
 	return nil
 }
@@ -321,26 +335,14 @@ func (s *Vectors) Watch(ctx context.Context) (jetstream.KeyWatcher, error) {
 }
 
 // Forget removes every vector of a user, all models, history included, and returns how many
-// there were.
+// vectors there were (a pack counts its vectors; corrupt values are not counted but removed).
 func (s *Vectors) Forget(ctx context.Context, tenant, user string) (uint64, error) {
-	stream, err := s.js.Stream(ctx, "KV_"+s.bucket)
-	if err != nil {
-		return 0, fmt.Errorf("binding the vector stream: %w", err)
-	}
-	subject := "$KV." + s.bucket + "." + UserFilter(tenant, user)
-	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(subject))
-	if err != nil {
-		return 0, fmt.Errorf("counting %s: %w", subject, err)
-	}
 	var n uint64
-	for _, c := range info.State.Subjects {
-		n += c
+	if err := s.scan(ctx, UserFilter(tenant, user), func(Vector) { n++ }); err != nil {
+		return 0, err
 	}
-	if n == 0 {
-		return 0, nil
-	}
-	if err := stream.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
-		return 0, fmt.Errorf("purging %s: %w", subject, err)
+	if _, err := archive.PurgeKV(ctx, s.js, s.bucket, UserFilter(tenant, user)); err != nil {
+		return 0, err
 	}
 	return n, nil
 }

@@ -145,7 +145,7 @@ func (w *Worker) forgetPass(ctx context.Context, tenant, user string, counts map
 		return err
 	}
 	// The user's vectors, every model's (package embedder), history included.
-	n, err = w.purgeKV(ctx, topo.VectorBucket(), tenant+"."+user+".>")
+	n, err = w.vectors.Forget(ctx, tenant, user)
 	if err != nil {
 		return err
 	}

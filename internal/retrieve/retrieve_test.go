@@ -18,6 +18,7 @@ import (
 	"github.com/agentmem/agentmem/internal/broker"
 	"github.com/agentmem/agentmem/internal/broker/brokertest"
 	"github.com/agentmem/agentmem/internal/daemon"
+	"github.com/agentmem/agentmem/internal/embedder"
 	"github.com/agentmem/agentmem/internal/ingest"
 	"github.com/agentmem/agentmem/internal/retrieve"
 	"github.com/agentmem/agentmem/pkg/client"
@@ -422,19 +423,14 @@ func waitVectors(t *testing.T, nc *nats.Conn, filter string, n int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bucket := events.DefaultTopology().VectorBucket()
+	vs, err := embedder.OpenVectors(context.Background(), js, events.DefaultTopology())
+	if err != nil {
+		t.Fatal(err)
+	}
 	brokertest.CheckFor(t, 30*time.Second, 20*time.Millisecond, func() error {
-		s, err := js.Stream(context.Background(), "KV_"+bucket)
-		if err != nil {
-			return err
-		}
-		info, err := s.Info(context.Background(), jetstream.WithSubjectFilter("$KV."+bucket+"."+filter))
-		if err != nil {
-			return err
-		}
 		have := 0
-		for _, c := range info.State.Subjects {
-			have += int(c)
+		if err := vs.ScanAll(context.Background(), filter, func(embedder.Vector) { have++ }); err != nil {
+			return err
 		}
 		if have != n {
 			return fmt.Errorf("%d vectors of %s, want %d", have, filter, n)

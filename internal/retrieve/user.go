@@ -535,17 +535,21 @@ func (s *Service) followVector(e jetstream.KeyValueEntry) {
 		return
 	}
 	if e.Operation() != jetstream.KeyValuePut {
-		if id, ok := k.ID(); ok {
+		if k.Pack != "" {
+			uv.vecs.reset() // which entries a pack held is in its value only: read them again
+		} else if id, ok := k.ID(); ok {
 			uv.vecs.remove(id)
 		}
 		return
 	}
-	v, cerr := s.vectors.Check(e.Key(), e.Value())
+	vs, cerr := s.vectors.Entries(e.Key(), e.Value())
 	if cerr != nil {
 		s.rep.Report(cerr)
 		return
 	}
-	uv.bytes.Add(uv.vecs.put(v))
+	for _, v := range vs {
+		uv.bytes.Add(uv.vecs.put(v))
+	}
 }
 
 // instrument makes the session and long-term stores report the corrupt values they read (a value

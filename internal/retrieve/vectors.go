@@ -86,6 +86,13 @@ func (sv *storedVectors) remove(id string) {
 	delete(sv.byID, id)
 }
 
+// reset drops the vectors: the next load reads them again.
+func (sv *storedVectors) reset() {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	sv.loaded, sv.byID = false, map[string]embedder.Vector{}
+}
+
 // get returns the vector of an entry.
 func (sv *storedVectors) get(id string) (embedder.Vector, bool) {
 	sv.mu.Lock()

@@ -75,6 +75,11 @@ type Config struct {
 	// Metrics counts transient failures under Name; nil counts nothing. (Dead letters are
 	// counted by the deadletter.Writer, when it is instrumented.)
 	Metrics *metrics.Metrics
+	// Created, when set, is told when the consumer Run consumes was created: when Run binds it,
+	// and again, before the message is handled, when a delivery shows that the consumer was
+	// deleted and created again meanwhile (its delivery sequence started over). A handler that
+	// treats messages stored after the consumer's creation as never seen before relies on it.
+	Created func(time.Time)
 }
 
 // Worker consumes one durable consumer.
@@ -109,6 +114,26 @@ func New(cfg Config, js jetstream.JetStream, dlq *deadletter.Writer, handler Han
 	return w
 }
 
+// recreated tells cfg.Created the consumer's creation time again when m's delivery sequence is not
+// past last (the consumer was deleted and created again since the last delivery), and returns
+// m's delivery sequence.
+func (w *Worker) recreated(ctx context.Context, cons jetstream.Consumer, m jetstream.Msg, last uint64) uint64 {
+	meta, err := m.Metadata()
+	if err != nil {
+		return last
+	}
+	if meta.Sequence.Consumer <= last {
+		info, err := cons.Info(ctx)
+		if err != nil {
+			w.log.Warn().Err(err).Msg("the consumer was created again; its creation time not read")
+			return meta.Sequence.Consumer
+		}
+		w.log.Info().Time("created", info.Created).Msg("the consumer was created again")
+		w.cfg.Created(info.Created)
+	}
+	return meta.Sequence.Consumer
+}
+
 // Run handles messages until ctx is cancelled, then stops fetching and waits for the handlers in
 // flight.
 func (w *Worker) Run(ctx context.Context) error {
@@ -129,6 +154,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	defer func() { _ = adv.Unsubscribe() }()
 	w.log.Info().Str("consumer", w.cfg.Consumer).Msg("started")
+	if w.cfg.Created != nil {
+		w.cfg.Created(cons.CachedInfo().Created)
+	}
+	var lastDelivery uint64 // the consumer's delivery sequence, which only grows until it is created again
 	// Fetch only as many messages as there are free handlers: a fetched message is handled (and
 	// kept with heartbeats) at once, so none waits in a buffer until its AckWait runs out and is
 	// delivered again to another process while this one still holds it.
@@ -176,6 +205,9 @@ func (w *Worker) Run(ctx context.Context) error {
 			fed    sync.WaitGroup
 		)
 		for m := range batch.Messages() {
+			if w.cfg.Created != nil {
+				lastDelivery = w.recreated(ctx, cons, m, lastDelivery)
+			}
 			if w.cfg.Skip != nil && w.cfg.Skip(m) {
 				_ = m.Ack()
 				continue

@@ -341,3 +341,60 @@ func TestMessagesFetchedAheadStartWhenAHandlerFrees(t *testing.T) {
 		t.Fatal("the worker did not stop once its fetch was filled")
 	}
 }
+
+// TestCreatedFollowsAConsumerCreatedAgain: a worker is told when its consumer was created, and
+// told again, before the message is handled, when the consumer was deleted and created anew
+// under it (its deliveries start over from the stream's first message).
+func TestCreatedFollowsAConsumerCreatedAgain(t *testing.T) {
+	env, js := setup(t, 5, 5*time.Second)
+	ctx := context.Background()
+	var created atomic.Int64
+	type seen struct {
+		data    string
+		created int64
+	}
+	handled := make(chan seen, 16)
+	run(t, env, worker.Config{Created: func(at time.Time) { created.Store(at.UnixNano()) }},
+		func(_ context.Context, m jetstream.Msg) error {
+			handled <- seen{string(m.Data()), created.Load()}
+			return nil
+		})
+	if _, err := js.Publish(ctx, "work.a", []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	next := func() seen {
+		t.Helper()
+		select {
+		case s := <-handled:
+			return s
+		case <-time.After(10 * time.Second):
+			t.Fatal("no message handled in 10s")
+			return seen{}
+		}
+	}
+	first := next()
+	info, err := js.Consumer(ctx, "WORK", "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.data != "one" || first.created != info.CachedInfo().Created.UnixNano() {
+		t.Fatalf("first message %+v, want it handled knowing the consumer's creation %v", first, info.CachedInfo().Created)
+	}
+	if err := js.DeleteConsumer(ctx, "WORK", "w"); err != nil {
+		t.Fatal(err)
+	}
+	again, err := js.CreateOrUpdateConsumer(ctx, "WORK", jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy,
+		MaxDeliver: 5, AckWait: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := again.CachedInfo().Created.UnixNano()
+	if want == first.created {
+		t.Fatal("the consumer created again has the first one's creation time")
+	}
+	// The new consumer delivers "one" again: it is handled knowing the new creation time.
+	replayed := next()
+	if replayed.data != "one" || replayed.created != want {
+		t.Fatalf("replayed message %+v, want it handled knowing the new creation %d", replayed, want)
+	}
+}

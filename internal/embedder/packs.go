@@ -1,0 +1,329 @@
+package embedder
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/nats-io/nuid"
+
+	"github.com/agentmem/agentmem/internal/integrity"
+)
+
+// Packs: the turns' vectors are written several to a value. A value of its own per vector cost
+// the server a stored message, its acknowledgement and a watcher delivery to every retriever per
+// turn, a third of what a turn costs the pipeline in messages; a pack holds the vectors of one
+// user and model embedded in one batch, so those costs are paid per batch. Summaries and facts,
+// few and looked up by id before they are embedded, keep a value each (Key).
+//
+//	key    <tenant>.<user>.<model token>.p.<pack id>      (five tokens; a vector key has four)
+//	pack   a unique id (NUID) per write
+//
+// A pack is written once (KV Create) and never changed; forget purges it with the user's other
+// vectors. Which entries a pack holds is in its value only, so a lookup by entry id reads the
+// user's packs (packIndex, kept per user by the stage).
+
+// packToken is the fourth token of a pack key.
+const packToken = "p"
+
+// maxPackBytes bounds the value of one pack; a batch's vectors of one user beyond it are written
+// in several packs (the server's default payload limit is 1 MiB).
+const maxPackBytes = 512 << 10
+
+// PackKey is the key of pack id of (tenant, user) vectors made by model.
+func PackKey(tenant, user, model, id string) string {
+	return tenant + "." + user + "." + ModelToken(model) + "." + packToken + "." + id
+}
+
+// PackFilter is the key filter of a user's packs of model.
+func PackFilter(tenant, user, model string) string {
+	return tenant + "." + user + "." + ModelToken(model) + "." + packToken + ".*"
+}
+
+const packMagic = 'P'
+
+// EncodePack is the stored form of vectors of one owner and model: the owner and model once
+// (checked against the key on every read), then each vector's kind, entry id, scale and int8
+// components.
+func EncodePack(vs []Vector) []byte {
+	if len(vs) == 0 {
+		return nil
+	}
+	size := 16 + len(vs[0].Tenant) + len(vs[0].User) + len(vs[0].Model)
+	for _, v := range vs {
+		size += 16 + len(v.ID) + len(v.Q)
+	}
+	b := make([]byte, 0, size)
+	b = append(b, packMagic, codecVersion, encodingInt8)
+	for _, s := range []string{vs[0].Tenant, vs[0].User, vs[0].Model} {
+		b = appendString(b, s)
+	}
+	b = binary.AppendUvarint(b, uint64(len(vs)))
+	for _, v := range vs {
+		b = append(b, v.Kind)
+		b = appendString(b, v.ID)
+		b = binary.AppendUvarint(b, uint64(len(v.Q)))
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v.Scale))
+		for _, q := range v.Q {
+			b = append(b, byte(q))
+		}
+	}
+	return b
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// packReader reads the fields of a pack in order; the first failure sticks.
+type packReader struct {
+	b   []byte
+	err error
+}
+
+func (r *packReader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	n, k := binary.Uvarint(r.b)
+	if k <= 0 {
+		r.err = errShort
+		return 0
+	}
+	r.b = r.b[k:]
+	return n
+}
+
+func (r *packReader) bytes(n uint64) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if n > uint64(len(r.b)) {
+		r.err = errShort
+		return nil
+	}
+	out := r.b[:n]
+	r.b = r.b[n:]
+	return out
+}
+
+func (r *packReader) string() string { return string(r.bytes(r.uvarint())) }
+
+// DecodePack reads a value written by EncodePack.
+func DecodePack(b []byte) ([]Vector, error) {
+	if len(b) < 3 || b[0] != packMagic {
+		return nil, errors.New("embedder: not a vector pack")
+	}
+	if b[1] != codecVersion || b[2] != encodingInt8 {
+		return nil, fmt.Errorf("embedder: vector pack version %d encoding %d unknown", b[1], b[2])
+	}
+	r := &packReader{b: b[3:]}
+	tenant, user, model := r.string(), r.string(), r.string()
+	n := r.uvarint()
+	// Each vector takes at least 7 bytes (kind, id length, dimension, scale).
+	if r.err == nil && n > uint64(len(r.b))/7 {
+		return nil, errShort
+	}
+	vs := make([]Vector, 0, n)
+	for range n {
+		v := Vector{Tenant: tenant, User: user, Model: model}
+		if k := r.bytes(1); k != nil {
+			v.Kind = k[0]
+		}
+		v.ID = r.string()
+		dim := r.uvarint()
+		if s := r.bytes(4); s != nil {
+			v.Scale = math.Float32frombits(binary.LittleEndian.Uint32(s))
+		}
+		q := r.bytes(dim)
+		if r.err != nil {
+			return nil, r.err
+		}
+		v.Q = make([]int8, dim)
+		for i, x := range q {
+			v.Q[i] = int8(x)
+		}
+		vs = append(vs, v)
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	if len(r.b) != 0 {
+		return nil, errors.New("embedder: trailing bytes after a vector pack")
+	}
+	return vs, nil
+}
+
+// PutPack stores vectors of one owner and model (vs[0]'s) as one pack, or several when they
+// exceed maxPackBytes, and returns the keys written.
+func (s *Vectors) PutPack(ctx context.Context, vs []Vector) ([]string, error) {
+	var keys []string
+	for len(vs) > 0 {
+		n, size := 0, 0
+		for n < len(vs) && (n == 0 || size+len(vs[n].Q)+len(vs[n].ID)+16 <= maxPackBytes) {
+			size += len(vs[n].Q) + len(vs[n].ID) + 16
+			n++
+		}
+		part := vs[:n]
+		vs = vs[n:]
+		for _, v := range part[1:] {
+			if v.Tenant != part[0].Tenant || v.User != part[0].User || v.Model != part[0].Model {
+				return keys, fmt.Errorf("embedder: a pack holds one owner and model: %s/%s/%s and %s/%s/%s",
+					part[0].Tenant, part[0].User, part[0].Model, v.Tenant, v.User, v.Model)
+			}
+		}
+		key := PackKey(part[0].Tenant, part[0].User, part[0].Model, nuid.Next())
+		if _, err := s.kv.Create(ctx, key, EncodePack(part)); err != nil {
+			return keys, fmt.Errorf("storing %s: %w", key, err)
+		}
+		keys = append(keys, key)
+	}
+	return keys, nil
+}
+
+// Entries decodes the value of a vector key or a pack key and checks it against the key: the
+// owner and model of every vector it holds, and a vector's entry. A mismatch or an undecodable
+// value is corrupt (the whole value: a pack is written whole).
+func (s *Vectors) Entries(key string, data []byte) ([]Vector, *integrity.Error) {
+	k, err := ParseKey(key)
+	if err != nil {
+		return nil, integrity.Undecoded(s.bucket, key, err)
+	}
+	if k.Pack == "" {
+		v, cerr := s.Check(key, data)
+		if cerr != nil {
+			return nil, cerr
+		}
+		return []Vector{v}, nil
+	}
+	vs, err := DecodePack(data)
+	if err != nil {
+		return nil, integrity.Undecoded(s.bucket, key, err)
+	}
+	for _, v := range vs {
+		if e := integrity.Mismatch(s.bucket, key, integrity.Tenant, v.Tenant, k.Tenant); e != nil {
+			return nil, e
+		}
+		if e := integrity.Mismatch(s.bucket, key, integrity.User, v.User, k.User); e != nil {
+			return nil, e
+		}
+		if e := integrity.Mismatch(s.bucket, key, integrity.ID, ModelToken(v.Model), k.Model); e != nil {
+			return nil, e
+		}
+	}
+	return vs, nil
+}
+
+// packIndex knows which entries of recently seen users have a vector in a pack, so that the
+// stage looks a turn up once per user, not once per turn: a user's ids are read from their packs
+// on the first lookup, and the packs the stage writes afterwards are added. It holds up to max
+// ids; the least recently used users beyond are read again when next looked up. Packs another
+// embedder process writes after a user's ids were read are not seen: such an entry, delivered
+// here again, is embedded a second time (the duplicate is harmless; readers keep one vector per
+// entry).
+type packIndex struct {
+	vectors *Vectors
+	max     int
+
+	mu    sync.Mutex
+	users map[packOwner]*packedIDs
+	total int
+	tick  uint64
+}
+
+type packOwner struct{ tenant, user, model string }
+
+type packedIDs struct {
+	mu     sync.Mutex
+	loaded bool
+	ids    map[string]struct{}
+	// n and used are guarded by packIndex.mu.
+	n    int
+	used uint64
+}
+
+// packIndexSize bounds the entry ids a packIndex keeps.
+const packIndexSize = 1 << 18
+
+func newPackIndex(v *Vectors, max int) *packIndex {
+	return &packIndex{vectors: v, max: max, users: map[packOwner]*packedIDs{}}
+}
+
+// has reports whether entry id of (tenant, user) has a vector of model in a pack.
+func (x *packIndex) has(ctx context.Context, tenant, user, model, id string) (bool, error) {
+	o := packOwner{tenant, user, model}
+	x.mu.Lock()
+	x.tick++
+	p, ok := x.users[o]
+	if !ok {
+		p = &packedIDs{}
+		x.users[o] = p
+	}
+	p.used = x.tick
+	x.mu.Unlock()
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.loaded {
+		ids := map[string]struct{}{}
+		if err := x.vectors.scan(ctx, PackFilter(tenant, user, model), func(v Vector) { ids[v.ID] = struct{}{} }); err != nil {
+			return false, err
+		}
+		p.ids, p.loaded = ids, true
+		x.grew(o, p, len(ids))
+	}
+	_, ok = p.ids[id]
+	return ok, nil
+}
+
+// add records entries of (tenant, user) just stored in a pack, if the user's ids are held (if
+// not, the next lookup reads them with the new pack).
+func (x *packIndex) add(tenant, user, model string, ids []string) {
+	o := packOwner{tenant, user, model}
+	x.mu.Lock()
+	p, ok := x.users[o]
+	x.mu.Unlock()
+	if !ok {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.loaded {
+		return // being read now: the read started after the pack was stored, or waits for this
+	}
+	n := 0
+	for _, id := range ids {
+		if _, ok := p.ids[id]; !ok {
+			p.ids[id] = struct{}{}
+			n++
+		}
+	}
+	x.grew(o, p, n)
+}
+
+// grew accounts n more ids of o and drops the least recently used other users while the index
+// holds more than max.
+func (x *packIndex) grew(o packOwner, p *packedIDs, n int) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.users[o] != p {
+		return // dropped meanwhile
+	}
+	p.n += n
+	x.total += n
+	for x.total > x.max && len(x.users) > 1 {
+		var oldest packOwner
+		at := ^uint64(0)
+		for k, v := range x.users {
+			if k != o && v.used < at {
+				oldest, at = k, v.used
+			}
+		}
+		x.total -= x.users[oldest].n
+		delete(x.users, oldest)
+	}
+}

@@ -1,0 +1,238 @@
+package embedder
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentmem/agentmem/internal/broker/brokertest"
+	"github.com/agentmem/agentmem/internal/integrity"
+	"github.com/agentmem/agentmem/pkg/events"
+)
+
+func packOf(tenant, user, model string, ids ...string) []Vector {
+	var vs []Vector
+	for i, id := range ids {
+		vs = append(vs, Vector{Tenant: tenant, User: user, Model: model, ID: id, Kind: KindTurn, Scale: 0.5 + float32(i), Q: []int8{int8(i), -3, 127}})
+	}
+	return vs
+}
+
+func TestPackRoundTripAndBadPacks(t *testing.T) {
+	vs := packOf("acme", "alice", "openai-compatible:m@256", "s1-000", "a.b c", "x")
+	vs[1].Kind, vs[2].Q = KindSummary, nil
+	got, err := DecodePack(EncodePack(vs))
+	if err != nil || len(got) != len(vs) {
+		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+	for i := range vs {
+		w, g := vs[i], got[i]
+		if g.Tenant != w.Tenant || g.User != w.User || g.Model != w.Model || g.ID != w.ID || g.Kind != w.Kind || g.Scale != w.Scale || !slices.Equal(g.Q, w.Q) {
+			t.Fatalf("vector %d: %+v, want %+v", i, g, w)
+		}
+	}
+	good := EncodePack(vs)
+	for name, b := range map[string][]byte{
+		"empty":        nil,
+		"a vector":     Encode(vs[0]),
+		"version 2":    append([]byte{packMagic, 2}, good[2:]...),
+		"truncated":    good[:len(good)-1],
+		"trailing":     append(slices.Clone(good), 0),
+		"huge count":   binary.AppendUvarint(appendString(appendString(appendString([]byte{packMagic, codecVersion, encodingInt8}, "acme"), "alice"), "m"), 1<<40),
+		"header only":  good[:3],
+		"cut in an id": good[:40],
+	} {
+		if _, err := DecodePack(b); err == nil {
+			t.Errorf("%s: decoded", name)
+		}
+	}
+}
+
+func FuzzDecodePack(f *testing.F) {
+	f.Add(EncodePack(packOf("acme", "alice", "m", "a", "b")))
+	f.Add([]byte{packMagic, codecVersion, encodingInt8, 0, 0, 0, 200})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		vs, err := DecodePack(b)
+		if err != nil || len(vs) == 0 {
+			return
+		}
+		again, err := DecodePack(EncodePack(vs))
+		if err != nil || len(again) != len(vs) {
+			t.Fatalf("round trip of %d vectors: %d, %v", len(vs), len(again), err)
+		}
+		for i := range vs {
+			if again[i].ID != vs[i].ID || !slices.Equal(again[i].Q, vs[i].Q) || math.Float32bits(again[i].Scale) != math.Float32bits(vs[i].Scale) {
+				t.Fatalf("vector %d: %+v, want %+v", i, again[i], vs[i])
+			}
+		}
+	})
+}
+
+// TestForeignPacksAreCorrupt: a pack naming another tenant, user or model than its key is corrupt
+// as a whole, like a single vector.
+func TestForeignPacksAreCorrupt(t *testing.T) {
+	s := &Vectors{bucket: "AGENTMEM_VECTORS"}
+	pack := EncodePack(packOf("acme", "alice", "m1", "t1", "t2"))
+	vs, cerr := s.Entries(PackKey("acme", "alice", "m1", "P1"), pack)
+	if cerr != nil || len(vs) != 2 || vs[1].ID != "t2" {
+		t.Fatalf("own pack: %+v, %v", vs, cerr)
+	}
+	for _, c := range []struct {
+		key, reason string
+	}{
+		{PackKey("beta", "alice", "m1", "P1"), integrity.Tenant},
+		{PackKey("acme", "bob", "m1", "P1"), integrity.User},
+		{PackKey("acme", "alice", "m2", "P1"), integrity.ID},
+		{"acme.alice." + ModelToken("m1") + ".p.", integrity.Undecodable},
+		{Key("acme", "alice", "m1", "t1"), integrity.Undecodable}, // a pack under a vector's key
+	} {
+		vs, cerr := s.Entries(c.key, pack)
+		if cerr == nil || cerr.Reason != c.reason || !errors.Is(cerr, integrity.ErrCorrupt) || vs != nil {
+			t.Fatalf("pack of acme/alice/m1 under %s: %v, %v; want %s", c.key, vs, cerr, c.reason)
+		}
+	}
+	if _, cerr := s.Entries(PackKey("acme", "alice", "m1", "P1"), Encode(packOf("acme", "alice", "m1", "t1")[0])); cerr == nil {
+		t.Fatal("a single vector under a pack key was read")
+	}
+}
+
+func TestParsePackKey(t *testing.T) {
+	k, err := ParseKey(PackKey("acme", "alice", "m1", "abc"))
+	if err != nil || k.Tenant != "acme" || k.User != "alice" || k.Model != ModelToken("m1") || k.Pack != "abc" || k.Entry != "" {
+		t.Fatalf("ParseKey of a pack key: %+v, %v", k, err)
+	}
+	if _, ok := k.ID(); ok {
+		t.Fatal("a pack key names an entry")
+	}
+	if !strings.HasSuffix(PackFilter("acme", "alice", "m1"), ".p.*") {
+		t.Fatalf("PackFilter %s", PackFilter("acme", "alice", "m1"))
+	}
+}
+
+// constEmbedder embeds every text as the same short vector and counts its calls.
+type constEmbedder struct{ calls int }
+
+func (c *constEmbedder) Name() string { return "const" }
+func (c *constEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	c.calls++
+	out := make([][]float32, len(texts))
+	for i := range out {
+		out[i] = []float32{1, float32(i), -1}
+	}
+	return out, nil
+}
+
+// TestBatchStoresOnePackPerOwner: the texts of one batch to be stored are written one pack per
+// owner and model; each caller learns its own pack's outcome, and a caller only embedding gets its
+// vector.
+func TestBatchStoresOnePackPerOwner(t *testing.T) {
+	emb := &constEmbedder{}
+	var (
+		mu    sync.Mutex // the packs of a batch are written at once
+		packs [][]Vector
+	)
+	b := &batcher{emb: emb, store: func(_ context.Context, vs []Vector) error {
+		mu.Lock()
+		defer mu.Unlock()
+		packs = append(packs, vs)
+		if vs[0].User == "bob" {
+			return errors.New("bob's pack not stored")
+		}
+		return nil
+	}}
+	var batch []batchReq
+	for i, user := range []string{"alice", "bob", "alice", "", "alice"} {
+		r := batchReq{text: fmt.Sprint("text ", i), out: make(chan batchRes, 1)}
+		if user != "" {
+			r.put = &Vector{Tenant: "acme", User: user, Model: "const", ID: fmt.Sprint("t", i), Kind: KindTurn}
+		}
+		batch = append(batch, r)
+	}
+	b.call(context.Background(), batch)
+	if emb.calls != 1 || len(packs) != 2 {
+		t.Fatalf("%d embedding calls, %d packs; want 1 call and a pack for alice and one for bob", emb.calls, len(packs))
+	}
+	for _, p := range packs {
+		var ids []string
+		for _, v := range p {
+			ids = append(ids, v.ID)
+			if len(v.Q) != 3 || v.Scale == 0 {
+				t.Fatalf("stored vector %+v is not quantised", v)
+			}
+		}
+		want := map[string][]string{"alice": {"t0", "t2", "t4"}, "bob": {"t1"}}[p[0].User]
+		if !slices.Equal(ids, want) {
+			t.Fatalf("pack of %s holds %v, want %v", p[0].User, ids, want)
+		}
+	}
+	for i, r := range batch {
+		res := <-r.out
+		switch {
+		case i == 1 && (res.err == nil || !strings.Contains(res.err.Error(), "bob's pack")):
+			t.Fatalf("bob's caller: %v, want the pack's error", res.err)
+		case i != 1 && res.err != nil:
+			t.Fatalf("caller %d: %v", i, res.err)
+		case i == 3 && len(res.vec) != 3:
+			t.Fatalf("the caller only embedding got %v", res.vec)
+		}
+	}
+}
+
+// TestPackIndexFindsStoredEntries: the index reads a user's packs once, learns the packs written
+// afterwards, and keeps at most its bound of ids.
+func TestPackIndexFindsStoredEntries(t *testing.T) {
+	env := brokertest.Start(t)
+	ctx := context.Background()
+	topo := events.DefaultTopology()
+	if err := topo.Ensure(ctx, env.JS); err != nil {
+		t.Fatal(err)
+	}
+	vectors, err := OpenVectors(ctx, env.JS, topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := vectors.PutPack(ctx, packOf("acme", "alice", "m1", "a", "b")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := vectors.PutPack(ctx, packOf("acme", "alice", "m2", "c")); err != nil {
+		t.Fatal(err)
+	}
+	x := newPackIndex(vectors, 3)
+	for _, c := range []struct {
+		user, model, id string
+		want            bool
+	}{
+		{"alice", "m1", "a", true}, {"alice", "m1", "b", true}, {"alice", "m1", "c", false},
+		{"alice", "m2", "c", true}, {"bob", "m1", "a", false},
+	} {
+		if got, err := x.has(ctx, "acme", c.user, c.model, c.id); err != nil || got != c.want {
+			t.Fatalf("has(%s, %s, %s) = %v, %v; want %v", c.user, c.model, c.id, got, err, c.want)
+		}
+	}
+	// A pack written after alice's m1 ids were read is learnt from the writer (add), and found
+	// by reading it when the ids are read anew.
+	late := packOf("acme", "alice", "m1", "d")
+	if _, err := vectors.PutPack(ctx, late); err != nil {
+		t.Fatal(err)
+	}
+	x.add("acme", "alice", "m1", []string{"d"})
+	if got, _ := x.has(ctx, "acme", "alice", "m1", "d"); !got {
+		t.Fatal("an added id is not found")
+	}
+	x.mu.Lock()
+	total, users := x.total, len(x.users)
+	x.mu.Unlock()
+	if total > 3 {
+		t.Fatalf("the index holds %d ids in %d users, want at most 3", total, users)
+	}
+	fresh := newPackIndex(vectors, 100)
+	if got, _ := fresh.has(ctx, "acme", "alice", "m1", "d"); !got {
+		t.Fatal("a pack written before the ids were read is not found")
+	}
+}

@@ -227,9 +227,28 @@ func Backfill(ctx context.Context, cfg BackfillConfig, js jetstream.JetStream, e
 		if err != nil {
 			return res, fmt.Errorf("embedding with %s (%d of %d entries done; run it again to go on): %w", model, done, res.Entries, err)
 		}
+		// Turns as the stage stores them: one pack per run of the batch's turns of one user (todo
+		// is in user order). Facts and summaries a value each, where the stage looks them up.
+		var pack []Vector
 		for i, p := range batch {
 			q, scale := Quantize(vecs[i])
-			if err := vectors.Put(ctx, Vector{Tenant: p.tenant, User: p.user, Model: model, ID: p.id, Kind: p.kind, Scale: scale, Q: q}); err != nil {
+			v := Vector{Tenant: p.tenant, User: p.user, Model: model, ID: p.id, Kind: p.kind, Scale: scale, Q: q}
+			if v.Kind != KindTurn {
+				if err := vectors.Put(ctx, v); err != nil {
+					return res, err
+				}
+				continue
+			}
+			if len(pack) > 0 && (pack[0].Tenant != v.Tenant || pack[0].User != v.User) {
+				if _, err := vectors.PutPack(ctx, pack); err != nil {
+					return res, err
+				}
+				pack = nil
+			}
+			pack = append(pack, v)
+		}
+		if len(pack) > 0 {
+			if _, err := vectors.PutPack(ctx, pack); err != nil {
 				return res, err
 			}
 		}

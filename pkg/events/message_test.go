@@ -104,6 +104,9 @@ func TestNewMsgTraceContext(t *testing.T) {
 	if v := msg.Header.Get("ce-time"); v != "" {
 		t.Errorf("ce-time %q for a zero time", v)
 	}
+	if got, ok := SpanContextOf(msg.Header, nil); ok {
+		t.Errorf("span context %v of a binary-mode message without a traceparent", got)
+	}
 	sc := trace.NewSpanContext(trace.SpanContextConfig{
 		TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{4, 5, 6}, TraceFlags: trace.FlagsSampled,
 	})

@@ -63,6 +63,9 @@ func SpanContextOf(h nats.Header, data []byte) (sc trace.SpanContext, ok bool) {
 		sc = trace.SpanContextFromContext(traceContext.Extract(context.Background(), c))
 		return sc, sc.IsValid()
 	}
+	if h.Get(ceHeaderPrefix+"specversion") != "" {
+		return trace.SpanContext{}, false // binary mode: its headers name no trace
+	}
 	if ev, err := Decode(&nats.Msg{Header: h, Data: data}); err == nil {
 		sc = trace.SpanContextFromContext(TraceContext(context.Background(), ev))
 		return sc, sc.IsValid()

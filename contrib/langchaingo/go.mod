@@ -4,6 +4,8 @@ go 1.26.0
 
 require github.com/agentmem/agentmem v0.0.0
 
+require github.com/goccy/go-json v0.12.0 // indirect
+
 require (
 	github.com/Masterminds/goutils v1.1.1 // indirect
 	github.com/Masterminds/semver/v3 v3.2.0 // indirect

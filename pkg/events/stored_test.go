@@ -2,7 +2,9 @@ package events
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -213,4 +215,37 @@ func TestReadAppliedTurnReadsLikeReadStoredTurn(t *testing.T) {
 	if _, err := ReadAppliedTurn(nil); !errors.Is(err, ErrInvalid) {
 		t.Errorf("nil: %v, want ErrInvalid", err)
 	}
+}
+
+// FuzzFastTurnAgrees: whatever fastTurn decodes, encoding/json decodes alike (every field, the
+// metadata included); fastTurn may decline what encoding/json takes, never the reverse.
+func FuzzFastTurnAgrees(f *testing.F) {
+	for _, s := range []string{
+		`{"role":"user","content":"I live in Paris","user":"alice"}`,
+		`{"role":"tool","content":"42","tool":"calc","metadata":{"a":[1,2.5,"x",null,true],"b":{"c":"d"}}}`,
+		`{"content":"caf\u00e9 \ud83d\ude00 \"q\" \\ \/","role":"assistant"}`,
+		`{"content":"a","content":"b"}`,
+		`{"Content":"case","ROLE":"user"}`,
+		`{"content":"x","metadata":{"n":1e400}}`,
+		`{"content":"\ud800"}`,
+		`{"content":"x"} `,
+		`{"content":1}`,
+		`[]`,
+		`{"metadata":{"k":"v","k":"w"}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fast, ok := fastTurn(data)
+		if !ok {
+			return
+		}
+		var std Turn
+		if err := json.Unmarshal(data, &std); err != nil {
+			t.Fatalf("fastTurn took %q, encoding/json: %v", data, err)
+		}
+		if !reflect.DeepEqual(fast, std) {
+			t.Fatalf("%q: fastTurn %#v, encoding/json %#v", data, fast, std)
+		}
+	})
 }

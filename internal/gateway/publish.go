@@ -175,7 +175,7 @@ func (g *Gateway) prepare(tenant string, in *nats.Msg) (pending, *Problem) {
 		return pending{}, problem(http.StatusBadRequest, "id",
 			fmt.Sprintf("event id %q: ids starting with %q are reserved for agentmem's own events", ev.ID(), events.ReservedIDPrefix))
 	}
-	if named, ok := namedTenant(ev.Extensions(), ev.Data()); ok && named != tenant {
+	if named, ok := events.NamedTenant(ev.Extensions(), ev.Data()); ok && named != tenant {
 		return pending{}, problem(http.StatusBadRequest, "tenant",
 			fmt.Sprintf("the event names tenant %q on the URL of tenant %q: the tenant is the URL's", named, tenant))
 	}
@@ -205,21 +205,6 @@ func (g *Gateway) prepare(tenant string, in *nats.Msg) (pending, *Problem) {
 		return pending{}, invalid(err)
 	}
 	return pending{msg: msg, id: ev.ID(), session: sess}, nil
-}
-
-// namedTenant returns the tenant an event names itself, in a "tenant" extension or a "tenant"
-// string field of its data, as ingest reads it.
-func namedTenant(ext map[string]any, data []byte) (string, bool) {
-	if v, ok := ext["tenant"]; ok {
-		return fmt.Sprint(v), true
-	}
-	var d struct {
-		Tenant *string `json:"tenant"`
-	}
-	if json.Unmarshal(data, &d) == nil && d.Tenant != nil {
-		return *d.Tenant, true
-	}
-	return "", false
 }
 
 // publish stores one event and waits for JetStream's acknowledgement, trying again (the same

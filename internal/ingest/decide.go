@@ -2,13 +2,11 @@ package ingest
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/attribute"
@@ -239,7 +237,7 @@ func (w *Worker) decide(st *session.State, m message, fx *effects) (bad string) 
 			}
 		}()
 	}
-	if named, ok := namedTenant(ev); ok && named != m.addr.Tenant {
+	if named, ok := events.NamedTenant(ev.Extensions(), ev.Data()); ok && named != m.addr.Tenant {
 		return w.reject(st, m, id, fmt.Sprintf("the event names tenant %q on the subject of tenant %q: the tenant is the subject's", named, m.addr.Tenant), deadletter.ClassTenantMismatch, fx)
 	}
 	want := events.MsgID(m.addr.Tenant, m.addr.Session, id)
@@ -255,7 +253,7 @@ func (w *Worker) decide(st *session.State, m message, fx *effects) (bad string) 
 	at := events.StoredTime(ev, m.stored)
 	switch ev.Type() {
 	case events.TypeTurn:
-		turn, err := events.DecodeData[events.Turn](ev)
+		turn, err := events.DecodeTurn(ev)
 		if err != nil {
 			return w.reject(st, m, id, err.Error(), deadletter.ClassInvalid, fx)
 		}
@@ -331,21 +329,6 @@ func spanName(typ string) string {
 		return "session_end"
 	}
 	return "turn"
-}
-
-// namedTenant returns the tenant an event names itself, in a "tenant" CloudEvents extension or a
-// "tenant" field of its data, if any.
-func namedTenant(ev cloudevents.Event) (string, bool) {
-	if v, ok := ev.Extensions()["tenant"]; ok {
-		return fmt.Sprint(v), true
-	}
-	var data struct {
-		Tenant *string `json:"tenant"`
-	}
-	if json.Unmarshal(ev.Data(), &data) == nil && data.Tenant != nil {
-		return *data.Tenant, true
-	}
-	return "", false
 }
 
 // ownerMismatch says why user cannot write to the session, or "".

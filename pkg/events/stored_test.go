@@ -218,7 +218,8 @@ func TestReadAppliedTurnReadsLikeReadStoredTurn(t *testing.T) {
 }
 
 // FuzzFastTurnAgrees: whatever fastTurn decodes, encoding/json decodes alike (every field, the
-// metadata included); fastTurn may decline what encoding/json takes, never the reverse.
+// metadata included), and so for the tenant field NamedTenant reads; the fast path may decline
+// what encoding/json takes, never the reverse.
 func FuzzFastTurnAgrees(f *testing.F) {
 	for _, s := range []string{
 		`{"role":"user","content":"I live in Paris","user":"alice"}`,
@@ -235,7 +236,15 @@ func FuzzFastTurnAgrees(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	f.Add([]byte(`{"tenant":"beta","content":"x"}`))
+	f.Add([]byte(`{"Tenant":null}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		var fastTenant, stdTenant tenantField
+		if fastJSON(data, &fastTenant) {
+			if err := json.Unmarshal(data, &stdTenant); err != nil || !reflect.DeepEqual(fastTenant, stdTenant) {
+				t.Fatalf("%q: the tenant field %v, encoding/json %v (%v)", data, fastTenant.Tenant, stdTenant.Tenant, err)
+			}
+		}
 		fast, ok := fastTurn(data)
 		if !ok {
 			return

@@ -304,7 +304,7 @@ func (w *Worker) handleTurn(ctx context.Context, addr events.EventAddress, meta 
 		}
 	}
 	if err := w.batch.embedAndStore(ctx, turn.Content, Vector{Tenant: k.Tenant, User: user, Model: model, ID: id, Kind: KindTurn}); err != nil {
-		return fmt.Errorf("embedding with %s: %w", model, err)
+		return fmt.Errorf("embedding with %s and storing: %w", model, err)
 	}
 	return nil
 }

@@ -640,9 +640,15 @@ func checkEvent(ev event.Event, prefix string) error {
 			text[name] = s
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(text)) {
-		if err := checkText(text[name]); err != nil {
-			return &FieldError{Field: prefix + name, Message: err.Error()}
+	// The names are sorted only to say which of several bad attributes comes first.
+	for _, v := range text {
+		if checkText(v) == nil {
+			continue
+		}
+		for _, name := range slices.Sorted(maps.Keys(text)) {
+			if err := checkText(text[name]); err != nil {
+				return &FieldError{Field: prefix + name, Message: err.Error()}
+			}
 		}
 	}
 	return nil

@@ -5,12 +5,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 
 	"github.com/nats-io/nuid"
 
 	"github.com/agentmem/agentmem/internal/integrity"
+	"github.com/agentmem/agentmem/internal/wire"
 )
 
 // Packs: the turns' vectors are written several to a value. A value of its own per vector cost
@@ -59,59 +59,16 @@ func EncodePack(vs []Vector) []byte {
 	b := make([]byte, 0, size)
 	b = append(b, packMagic, codecVersion, encodingInt8)
 	for _, s := range []string{vs[0].Tenant, vs[0].User, vs[0].Model} {
-		b = appendString(b, s)
+		b = wire.AppendText(b, s)
 	}
 	b = binary.AppendUvarint(b, uint64(len(vs)))
 	for _, v := range vs {
 		b = append(b, v.Kind)
-		b = appendString(b, v.ID)
-		b = binary.AppendUvarint(b, uint64(len(v.Q)))
-		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v.Scale))
-		for _, q := range v.Q {
-			b = append(b, byte(q))
-		}
+		b = wire.AppendText(b, v.ID)
+		b = appendComponents(b, v)
 	}
 	return b
 }
-
-func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-// packReader reads the fields of a pack in order; the first failure sticks.
-type packReader struct {
-	b   []byte
-	err error
-}
-
-func (r *packReader) uvarint() uint64 {
-	if r.err != nil {
-		return 0
-	}
-	n, k := binary.Uvarint(r.b)
-	if k <= 0 {
-		r.err = errShort
-		return 0
-	}
-	r.b = r.b[k:]
-	return n
-}
-
-func (r *packReader) bytes(n uint64) []byte {
-	if r.err != nil {
-		return nil
-	}
-	if n > uint64(len(r.b)) {
-		r.err = errShort
-		return nil
-	}
-	out := r.b[:n]
-	r.b = r.b[n:]
-	return out
-}
-
-func (r *packReader) string() string { return string(r.bytes(r.uvarint())) }
 
 // DecodePack reads a value written by EncodePack.
 func DecodePack(b []byte) ([]Vector, error) {
@@ -121,38 +78,26 @@ func DecodePack(b []byte) ([]Vector, error) {
 	if b[1] != codecVersion || b[2] != encodingInt8 {
 		return nil, fmt.Errorf("embedder: vector pack version %d encoding %d unknown", b[1], b[2])
 	}
-	r := &packReader{b: b[3:]}
-	tenant, user, model := r.string(), r.string(), r.string()
-	n := r.uvarint()
+	r := wire.NewReader(b[3:])
+	tenant, user, model := r.Text(), r.Text(), r.Text()
+	n := r.Uvarint()
 	// Each vector takes at least 7 bytes (kind, id length, dimension, scale).
-	if r.err == nil && n > uint64(len(r.b))/7 {
+	if r.Err() == nil && n > uint64(r.Len())/7 {
 		return nil, errShort
 	}
 	vs := make([]Vector, 0, n)
 	for range n {
-		v := Vector{Tenant: tenant, User: user, Model: model}
-		if k := r.bytes(1); k != nil {
-			v.Kind = k[0]
-		}
-		v.ID = r.string()
-		dim := r.uvarint()
-		if s := r.bytes(4); s != nil {
-			v.Scale = math.Float32frombits(binary.LittleEndian.Uint32(s))
-		}
-		q := r.bytes(dim)
-		if r.err != nil {
-			return nil, r.err
-		}
-		v.Q = make([]int8, dim)
-		for i, x := range q {
-			v.Q[i] = int8(x)
+		v := Vector{Tenant: tenant, User: user, Model: model, Kind: r.Byte(), ID: r.Text()}
+		readComponents(r, &v)
+		if r.Err() != nil {
+			return nil, fmt.Errorf("embedder: vector pack: %w", r.Err())
 		}
 		vs = append(vs, v)
 	}
-	if r.err != nil {
-		return nil, r.err
+	if r.Err() != nil {
+		return nil, fmt.Errorf("embedder: vector pack: %w", r.Err())
 	}
-	if len(r.b) != 0 {
+	if r.Len() != 0 {
 		return nil, errors.New("embedder: trailing bytes after a vector pack")
 	}
 	return vs, nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentmem/agentmem/internal/broker/brokertest"
 	"github.com/agentmem/agentmem/internal/integrity"
+	"github.com/agentmem/agentmem/internal/wire"
 	"github.com/agentmem/agentmem/pkg/events"
 )
 
@@ -44,7 +45,7 @@ func TestPackRoundTripAndBadPacks(t *testing.T) {
 		"version 2":    append([]byte{packMagic, 2}, good[2:]...),
 		"truncated":    good[:len(good)-1],
 		"trailing":     append(slices.Clone(good), 0),
-		"huge count":   binary.AppendUvarint(appendString(appendString(appendString([]byte{packMagic, codecVersion, encodingInt8}, "acme"), "alice"), "m"), 1<<40),
+		"huge count":   binary.AppendUvarint(wire.AppendText(wire.AppendText(wire.AppendText([]byte{packMagic, codecVersion, encodingInt8}, "acme"), "alice"), "m"), 1<<40),
 		"header only":  good[:3],
 		"cut in an id": good[:40],
 	} {

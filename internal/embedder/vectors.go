@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentmem/agentmem/internal/archive"
 	"github.com/agentmem/agentmem/internal/integrity"
+	"github.com/agentmem/agentmem/internal/wire"
 	"github.com/agentmem/agentmem/pkg/events"
 )
 
@@ -155,15 +156,36 @@ func Encode(v Vector) []byte {
 	b := make([]byte, 0, 16+len(v.Tenant)+len(v.User)+len(v.Model)+len(v.ID)+len(v.Q))
 	b = append(b, codecMagic, codecVersion, encodingInt8, v.Kind)
 	for _, s := range []string{v.Tenant, v.User, v.Model, v.ID} {
-		b = binary.AppendUvarint(b, uint64(len(s)))
-		b = append(b, s...)
+		b = wire.AppendText(b, s)
 	}
+	return appendComponents(b, v)
+}
+
+// appendComponents appends v's dimension, scale and int8 components (the end of a vector's value,
+// and of each vector of a pack).
+func appendComponents(b []byte, v Vector) []byte {
 	b = binary.AppendUvarint(b, uint64(len(v.Q)))
 	b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v.Scale))
 	for _, q := range v.Q {
 		b = append(b, byte(q))
 	}
 	return b
+}
+
+// readComponents reads what appendComponents wrote into v.
+func readComponents(r *wire.Reader, v *Vector) {
+	dim := r.Uvarint()
+	if s := r.Bytes(4); s != nil {
+		v.Scale = math.Float32frombits(binary.LittleEndian.Uint32(s))
+	}
+	q := r.Bytes(dim)
+	if r.Err() != nil {
+		return
+	}
+	v.Q = make([]int8, dim)
+	for i, x := range q {
+		v.Q[i] = int8(x)
+	}
 }
 
 var errShort = errors.New("embedder: truncated vector value")
@@ -178,26 +200,11 @@ func Decode(b []byte) (Vector, error) {
 		return v, fmt.Errorf("embedder: vector value version %d encoding %d unknown", b[1], b[2])
 	}
 	v.Kind = b[3]
-	b = b[4:]
-	var fields [4]string
-	for i := range fields {
-		n, k := binary.Uvarint(b)
-		if k <= 0 || uint64(len(b)-k) < n {
-			return v, errShort
-		}
-		fields[i] = string(b[k : k+int(n)])
-		b = b[k+int(n):]
-	}
-	v.Tenant, v.User, v.Model, v.ID = fields[0], fields[1], fields[2], fields[3]
-	dim, k := binary.Uvarint(b)
-	if k <= 0 || dim > uint64(len(b)) || uint64(len(b)-k) != 4+dim {
+	r := wire.NewReader(b[4:])
+	v.Tenant, v.User, v.Model, v.ID = r.Text(), r.Text(), r.Text(), r.Text()
+	readComponents(r, &v)
+	if r.Err() != nil || r.Len() != 0 {
 		return v, errShort
-	}
-	b = b[k:]
-	v.Scale = math.Float32frombits(binary.LittleEndian.Uint32(b))
-	v.Q = make([]int8, dim)
-	for i, x := range b[4:] {
-		v.Q[i] = int8(x)
 	}
 	return v, nil
 }

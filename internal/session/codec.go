@@ -3,11 +3,11 @@ package session
 import (
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"time"
 
+	"github.com/agentmem/agentmem/internal/wire"
 	"github.com/agentmem/agentmem/pkg/memory"
 )
 
@@ -56,9 +56,9 @@ const (
 // EncodeChunk returns the binary form of c, as Store.Commit writes it.
 func EncodeChunk(c Chunk) ([]byte, error) {
 	b := []byte{chunkMagic, chunkVersion}
-	b = appendString(b, c.Tenant)
-	b = appendString(b, c.Session)
-	b = appendString(b, c.Prev)
+	b = wire.AppendText(b, c.Tenant)
+	b = wire.AppendText(b, c.Session)
+	b = wire.AppendText(b, c.Prev)
 	b = binary.AppendUvarint(b, uint64(max(c.N, 0)))
 	b = binary.AppendUvarint(b, uint64(len(c.Ops)))
 	for _, op := range c.Ops {
@@ -82,13 +82,13 @@ func appendOp(b []byte, op Op) ([]byte, error) {
 	f := present(opSeq, op.Seq != 0) | present(opID, op.ID != "") | present(opEntry, op.Entry != nil) |
 		present(opBudget, op.Budget != 0) | present(opUser, op.User != "") | present(opIDs, len(op.IDs) > 0) |
 		present(opReason, op.Reason != "") | present(opTime, !op.Time.IsZero())
-	b = appendString(b, op.Kind)
+	b = wire.AppendText(b, op.Kind)
 	b = binary.AppendUvarint(b, f)
 	if f&opSeq != 0 {
 		b = binary.AppendUvarint(b, op.Seq)
 	}
 	if f&opID != 0 {
-		b = appendString(b, op.ID)
+		b = wire.AppendText(b, op.ID)
 	}
 	if f&opEntry != 0 {
 		var err error
@@ -100,13 +100,13 @@ func appendOp(b []byte, op Op) ([]byte, error) {
 		b = binary.AppendVarint(b, int64(op.Budget))
 	}
 	if f&opUser != 0 {
-		b = appendString(b, op.User)
+		b = wire.AppendText(b, op.User)
 	}
 	if f&opIDs != 0 {
 		b = appendStrings(b, op.IDs)
 	}
 	if f&opReason != 0 {
-		b = appendString(b, op.Reason)
+		b = wire.AppendText(b, op.Reason)
 	}
 	if f&opTime != 0 {
 		b = appendTime(b, op.Time)
@@ -120,13 +120,13 @@ func appendEntry(b []byte, e *memory.Entry) ([]byte, error) {
 		present(entSeq, e.Seq != 0) | present(entProvenance, len(e.Provenance) > 0) | present(entMetadata, len(e.Metadata) > 0)
 	b = binary.AppendUvarint(b, f)
 	if f&entID != 0 {
-		b = appendString(b, e.ID)
+		b = wire.AppendText(b, e.ID)
 	}
 	if f&entType != 0 {
-		b = appendString(b, string(e.Type))
+		b = wire.AppendText(b, string(e.Type))
 	}
 	if f&entContent != 0 {
-		b = appendString(b, e.Content)
+		b = wire.AppendText(b, e.Content)
 	}
 	if f&entTimestamp != 0 {
 		b = appendTime(b, e.Timestamp)
@@ -135,7 +135,7 @@ func appendEntry(b []byte, e *memory.Entry) ([]byte, error) {
 		b = binary.AppendVarint(b, int64(e.Tokens))
 	}
 	if f&entRole != 0 {
-		b = appendString(b, e.Role)
+		b = wire.AppendText(b, e.Role)
 	}
 	if f&entSeq != 0 {
 		b = binary.AppendUvarint(b, e.Seq)
@@ -148,20 +148,15 @@ func appendEntry(b []byte, e *memory.Entry) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("encoding the metadata of %q: %w", e.ID, err)
 		}
-		b = appendString(b, string(md))
+		b = wire.AppendText(b, string(md))
 	}
 	return b, nil
-}
-
-func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
 }
 
 func appendStrings(b []byte, ss []string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(ss)))
 	for _, s := range ss {
-		b = appendString(b, s)
+		b = wire.AppendText(b, s)
 	}
 	return b
 }
@@ -180,130 +175,63 @@ func DecodeChunk(value []byte) (Chunk, error) {
 		err := json.Unmarshal(value, &c)
 		return c, err
 	}
-	d := decoder{b: value[1:]}
-	if v := d.byte(); v != chunkVersion {
-		if d.err != nil {
-			return Chunk{}, fmt.Errorf("binary chunk: %w", d.err)
+	d := decoder{wire.NewReader(value[1:])}
+	if v := d.Byte(); v != chunkVersion {
+		if d.Err() != nil {
+			return Chunk{}, fmt.Errorf("binary chunk: %w", d.Err())
 		}
 		return Chunk{}, fmt.Errorf("chunk version %d: this build reads version %d", v, chunkVersion)
 	}
-	c := Chunk{Tenant: d.string(), Session: d.string(), Prev: d.string(), N: d.int()}
-	n := d.count()
-	if d.err == nil && n > 0 {
+	c := Chunk{Tenant: d.Text(), Session: d.Text(), Prev: d.Text(), N: d.int()}
+	n := d.Count()
+	if d.Err() == nil && n > 0 {
 		c.Ops = make([]Op, n)
 		for i := range c.Ops {
 			c.Ops[i] = d.op()
 		}
 	}
-	if d.err == nil && len(d.b) > 0 {
-		d.err = fmt.Errorf("%d bytes after the last operation", len(d.b))
+	if d.Err() == nil && d.Len() > 0 {
+		d.Fail(fmt.Errorf("%d bytes after the last operation", d.Len()))
 	}
-	if d.err != nil {
-		return Chunk{}, fmt.Errorf("binary chunk: %w", d.err)
+	if d.Err() != nil {
+		return Chunk{}, fmt.Errorf("binary chunk: %w", d.Err())
 	}
 	return c, nil
 }
 
-var errShort = errors.New("truncated")
-
-// decoder reads the binary form; the first error sticks and every later read returns zero.
-type decoder struct {
-	b   []byte
-	err error
-}
-
-func (d *decoder) fail(err error) {
-	if d.err == nil {
-		d.err = err
-	}
-	d.b = nil
-}
-
-func (d *decoder) byte() byte {
-	if d.err != nil || len(d.b) == 0 {
-		d.fail(errShort)
-		return 0
-	}
-	c := d.b[0]
-	d.b = d.b[1:]
-	return c
-}
-
-func (d *decoder) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail(errors.New("bad unsigned number"))
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) varint() int64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.fail(errors.New("bad number"))
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
+// decoder reads the binary form (a wire.Reader: the first error sticks and every later read
+// returns zero) with the chunk's own field types.
+type decoder struct{ *wire.Reader }
 
 // int reads an unsigned number that must fit an int32 (a chunk's number).
 func (d *decoder) int() int {
-	v := d.uvarint()
+	v := d.Uvarint()
 	if v > math.MaxInt32 {
-		d.fail(fmt.Errorf("number %d out of range", v))
+		d.Fail(fmt.Errorf("number %d out of range", v))
 		return 0
 	}
 	return int(v)
-}
-
-// count reads a length, bounded by the bytes left (every element takes at least one).
-func (d *decoder) count() int {
-	v := d.uvarint()
-	if v > uint64(len(d.b)) {
-		d.fail(fmt.Errorf("count %d exceeds the %d bytes left", v, len(d.b)))
-		return 0
-	}
-	return int(v)
-}
-
-func (d *decoder) string() string {
-	n := d.count()
-	if d.err != nil {
-		return ""
-	}
-	s := string(d.b[:n])
-	d.b = d.b[n:]
-	return s
 }
 
 func (d *decoder) strings() []string {
-	n := d.count()
-	if d.err != nil || n == 0 {
+	n := d.Count()
+	if d.Err() != nil || n == 0 {
 		return nil
 	}
 	out := make([]string, n)
 	for i := range out {
-		out[i] = d.string()
+		out[i] = d.Text()
 	}
 	return out
 }
 
 func (d *decoder) time() time.Time {
-	ns, offset := d.varint(), d.varint()
-	if d.err != nil {
+	ns, offset := d.Varint(), d.Varint()
+	if d.Err() != nil {
 		return time.Time{}
 	}
 	if offset < -24*3600 || offset > 24*3600 {
-		d.fail(fmt.Errorf("zone offset %d s out of range", offset))
+		d.Fail(fmt.Errorf("zone offset %d s out of range", offset))
 		return time.Time{}
 	}
 	t := time.Unix(0, ns)
@@ -314,22 +242,22 @@ func (d *decoder) time() time.Time {
 }
 
 func (d *decoder) signed() int {
-	v := d.varint()
+	v := d.Varint()
 	if v < math.MinInt32 || v > math.MaxInt32 {
-		d.fail(fmt.Errorf("number %d out of range", v))
+		d.Fail(fmt.Errorf("number %d out of range", v))
 		return 0
 	}
 	return int(v)
 }
 
 func (d *decoder) op() Op {
-	op := Op{Kind: d.string()}
-	f := d.uvarint()
+	op := Op{Kind: d.Text()}
+	f := d.Uvarint()
 	if f&opSeq != 0 {
-		op.Seq = d.uvarint()
+		op.Seq = d.Uvarint()
 	}
 	if f&opID != 0 {
-		op.ID = d.string()
+		op.ID = d.Text()
 	}
 	if f&opEntry != 0 {
 		op.Entry = d.entry()
@@ -338,34 +266,34 @@ func (d *decoder) op() Op {
 		op.Budget = d.signed()
 	}
 	if f&opUser != 0 {
-		op.User = d.string()
+		op.User = d.Text()
 	}
 	if f&opIDs != 0 {
 		op.IDs = d.strings()
 	}
 	if f&opReason != 0 {
-		op.Reason = d.string()
+		op.Reason = d.Text()
 	}
 	if f&opTime != 0 {
 		op.Time = d.time()
 	}
 	if f >= opTime<<1 {
-		d.fail(fmt.Errorf("unknown operation fields %#x", f))
+		d.Fail(fmt.Errorf("unknown operation fields %#x", f))
 	}
 	return op
 }
 
 func (d *decoder) entry() *memory.Entry {
 	e := &memory.Entry{}
-	f := d.uvarint()
+	f := d.Uvarint()
 	if f&entID != 0 {
-		e.ID = d.string()
+		e.ID = d.Text()
 	}
 	if f&entType != 0 {
-		e.Type = memory.Type(d.string())
+		e.Type = memory.Type(d.Text())
 	}
 	if f&entContent != 0 {
-		e.Content = d.string()
+		e.Content = d.Text()
 	}
 	if f&entTimestamp != 0 {
 		e.Timestamp = d.time()
@@ -374,24 +302,24 @@ func (d *decoder) entry() *memory.Entry {
 		e.Tokens = d.signed()
 	}
 	if f&entRole != 0 {
-		e.Role = d.string()
+		e.Role = d.Text()
 	}
 	if f&entSeq != 0 {
-		e.Seq = d.uvarint()
+		e.Seq = d.Uvarint()
 	}
 	if f&entProvenance != 0 {
 		e.Provenance = d.strings()
 	}
 	if f&entMetadata != 0 {
-		md := d.string()
-		if d.err == nil {
+		md := d.Text()
+		if d.Err() == nil {
 			if err := json.Unmarshal([]byte(md), &e.Metadata); err != nil {
-				d.fail(fmt.Errorf("metadata of %q: %w", e.ID, err))
+				d.Fail(fmt.Errorf("metadata of %q: %w", e.ID, err))
 			}
 		}
 	}
 	if f >= entMetadata<<1 {
-		d.fail(fmt.Errorf("unknown entry fields %#x", f))
+		d.Fail(fmt.Errorf("unknown entry fields %#x", f))
 	}
 	return e
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmem/agentmem/internal/wire"
 	"github.com/agentmem/agentmem/pkg/memory"
 )
 
@@ -128,7 +129,7 @@ func TestBadBinaryChunksAreErrors(t *testing.T) {
 		"another version":   append([]byte{chunkMagic, chunkVersion + 1}, good[2:]...),
 		"a huge count":      {chunkMagic, chunkVersion, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xff, 0x0f},
 		"only the magic":    {chunkMagic},
-		"an unknown field":  append(append([]byte{chunkMagic, chunkVersion, 0, 0, 0, 1, 1}, appendString(nil, "add")...), 0x80, 0x02),
+		"an unknown field":  append(append([]byte{chunkMagic, chunkVersion, 0, 0, 0, 1, 1}, wire.AppendText(nil, "add")...), 0x80, 0x02),
 		"bad metadata JSON": chunkWithMetadata(`{"a":`),
 	} {
 		if _, err := DecodeChunk(b); err == nil {
@@ -140,10 +141,10 @@ func TestBadBinaryChunksAreErrors(t *testing.T) {
 // chunkWithMetadata is a binary chunk whose one entry carries metadata md.
 func chunkWithMetadata(md string) []byte {
 	b := []byte{chunkMagic, chunkVersion, 0, 0, 0, 1, 1}
-	b = appendString(b, OpSummary)
+	b = wire.AppendText(b, OpSummary)
 	b = binary.AppendUvarint(b, opEntry)
 	b = binary.AppendUvarint(b, entMetadata)
-	return appendString(b, md)
+	return wire.AppendText(b, md)
 }
 
 func FuzzDecodeChunk(f *testing.F) {

@@ -68,8 +68,11 @@ type model struct {
 	fail      atomic.Bool
 	failFirst int
 	failed    atomic.Int64
-	mu        sync.Mutex
-	texts     []string
+	// hold, when set, keeps every request after the first waiting until it is closed; held
+	// hears of each request kept waiting.
+	hold, held chan struct{}
+	mu         sync.Mutex
+	texts      []string
 }
 
 func newModel(t *testing.T, name string, edit func(*model)) *model {
@@ -85,6 +88,17 @@ func newModel(t *testing.T, name string, edit func(*model)) *model {
 		if err != nil {
 			llmtest.WriteError(w, http.StatusBadRequest, "invalid_request_error", "", err.Error())
 			return
+		}
+		if m.hold != nil && n > 1 {
+			select {
+			case m.held <- struct{}{}:
+			default:
+			}
+			select {
+			case <-m.hold:
+			case <-r.Context().Done():
+				return
+			}
 		}
 		if m.fail.Load() || n <= m.failFirst {
 			m.failed.Add(1)
@@ -511,6 +525,74 @@ func TestForgetRemovesVectors(t *testing.T) {
 	}
 	if len(r.Entries) != 0 {
 		t.Fatalf("after forget: %+v", r.Entries)
+	}
+}
+
+// TestForgetOutwaitsAnEmbeddingInFlight: an embedding call that returns after forget's first pass
+// (a slow or retried model) stores its vectors after the user's vectors were purged; forget waits
+// for the stage to finish such work before its second pass, which removes them, so nothing of
+// the user is left once it answers.
+func TestForgetOutwaitsAnEmbeddingInFlight(t *testing.T) {
+	m := newModel(t, "concepts", func(m *model) { m.hold, m.held = make(chan struct{}), make(chan struct{}, 1) })
+	_, nc, js := daemontest.Start(t, daemon.Config{Ingest: ingest.Config{IdleTimeout: -1}, Retrieve: retrieve.Config{Embedder: m.emb}})
+	cl := newClient(t, nc, "acme")
+	publish(t, cl, "s1", "alice", 1)
+	checkFor(t, 30*time.Second, "the first vector", caughtUp(t, js, userFilter(m.emb.Name()), 1))
+	// The next turns' embedding call is kept waiting at the model.
+	if _, err := cl.Publish(context.Background(), client.Turn{ID: "s1-late", Session: "s1", User: "alice", Role: "user", Content: "My kitten sleeps all day."}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-m.held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the second embedding call never reached the model")
+	}
+	// The model answers once forget asks whether the stage is done with the turns (so after its
+	// first pass), or, if forget does not ask, once it has answered.
+	topo := events.DefaultTopology()
+	asked, err := nc.SubscribeSync("$JS.API.CONSUMER.INFO." + topo.TurnsStream() + "." + topo.EmbedderTurnsConsumer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		msg *nats.Msg
+		err error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		msg, err := nc.Request("memory.forget.acme", []byte(`{"user":"alice"}`), 30*time.Second)
+		answered <- answer{msg, err}
+	}()
+	release := sync.OnceFunc(func() { close(m.hold) })
+	go func() {
+		if _, err := asked.NextMsg(30 * time.Second); err == nil {
+			release()
+		}
+	}()
+	var got answer
+	select {
+	case got = <-answered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("forget did not answer")
+	}
+	_ = asked.Unsubscribe()
+	release() // forget answered without asking: let the stored vector show it
+	if got.err != nil {
+		t.Fatalf("forget: %v", got.err)
+	}
+	var rep events.ForgetReply
+	if err := json.Unmarshal(got.msg.Data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, 30*time.Second, "the stage to finish", func() bool {
+		lag, ok := embedLag(t, js)
+		return ok && lag == 0
+	})
+	if n := vectorCount(t, js, "acme.alice.>"); n != 0 {
+		t.Fatalf("%d vectors of alice stored after forget answered %s", n, got.msg.Data)
+	}
+	if rep.Forgotten["vectors"] != 2 {
+		t.Errorf("forget replied %s: want 2 vectors forgotten", got.msg.Data)
 	}
 }
 

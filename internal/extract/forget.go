@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/agentmem/agentmem/internal/archive"
@@ -32,11 +33,18 @@ const forgetInstances = 8
 // flight (a compression or extraction that started before the forget) wrote meanwhile.
 const forgetGrace = 750 * time.Millisecond
 
+// forgetEmbedWait bounds how long after its first pass Forget waits for the embedding stage to
+// finish what it had in flight (awaitEmbedders), so that the second pass removes those vectors
+// too; with the passes it keeps a forget within pkg/client's default timeout (5 s).
+const forgetEmbedWait = 2500 * time.Millisecond
+
 // Forget removes everything of one user: every session's short-term state (replaced by a
 // tombstone header so that turns in flight are not applied again), archived turns, pressure,
 // summary and fact events, dead letters, usage counters, facts, summaries, the session index and
-// the user's vectors (purged, history included), then announces it with a "forgotten" fact
-// event, which retrievers use to drop their caches. It returns counts of what it removed.
+// the user's vectors (purged, history included); it does so twice, the second time after the
+// grace and after the embedding stage finished what it had in flight (awaitEmbedders), then
+// announces it with a "forgotten" fact event, which retrievers use to drop their caches. It
+// returns counts of what it removed.
 func (w *Worker) Forget(ctx context.Context, tenant, user string) (map[string]int, error) {
 	if err := events.ValidateToken("tenant", tenant); err != nil {
 		return nil, err
@@ -45,19 +53,32 @@ func (w *Worker) Forget(ctx context.Context, tenant, user string) (map[string]in
 		return nil, err
 	}
 	counts := map[string]int{}
-	for pass := range 2 {
-		if pass == 1 {
-			timer := time.NewTimer(forgetGrace)
-			select {
-			case <-ctx.Done():
-				timer.Stop()
-				return counts, ctx.Err()
-			case <-timer.C:
-			}
+	if err := w.forgetPass(ctx, tenant, user, counts); err != nil {
+		return counts, err
+	}
+	// What the streams held when the first pass was done: the embedding stage's work on any of
+	// it may still be in flight.
+	marks, err := w.streamMarks(ctx)
+	if err != nil {
+		return counts, err
+	}
+	deadline := time.Now().Add(forgetEmbedWait)
+	timer := time.NewTimer(forgetGrace)
+	select {
+	case <-ctx.Done():
+		timer.Stop()
+		return counts, ctx.Err()
+	case <-timer.C:
+	}
+	if err := w.awaitEmbedders(ctx, marks, deadline); err != nil {
+		if ctx.Err() != nil {
+			return counts, ctx.Err()
 		}
-		if err := w.forgetPass(ctx, tenant, user, counts); err != nil {
-			return counts, err
-		}
+		w.log.Warn().Err(err).Str("tenant", tenant).Str("user", user).
+			Msg("forget: the embedding stage did not finish its work in flight in time; a vector it stores later outlives the forget")
+	}
+	if err := w.forgetPass(ctx, tenant, user, counts); err != nil {
+		return counts, err
 	}
 	msg, err := events.NewMsg(ctx, tenant, user, "forgotten-"+strconv.FormatInt(time.Now().UnixNano(), 36), events.TypeFact, w.cfg.Source, time.Now(),
 		events.FactEvent{Op: events.FactForgotten, Fact: events.Fact{ID: "user:" + user}})
@@ -151,6 +172,73 @@ func (w *Worker) forgetPass(ctx context.Context, tenant, user string, counts map
 	}
 	counts["vectors"] += int(n)
 	return nil
+}
+
+// streamMarks returns the last sequence of each stream an embedder consumer reads.
+func (w *Worker) streamMarks(ctx context.Context) (map[string]uint64, error) {
+	marks := map[string]uint64{}
+	for stream := range w.cfg.Topology.EmbedderConsumerConfigs() {
+		last, err := w.streamLast(ctx, stream)
+		if err != nil {
+			return nil, err
+		}
+		marks[stream] = last
+	}
+	return marks, nil
+}
+
+// awaitEmbedders waits until each embedder consumer has acknowledged every message it reads up
+// to its stream's mark, or until deadline. The embedding stage acknowledges a message once its
+// vector is stored, and a message it is delivered later finds the session a tombstone or the
+// entry purged; but one it was embedding when the forget began (a slow or retried embedding
+// call, or a turn decided from a session state it had read before) is stored whenever the call
+// returns, and only a pass after that removes it. A consumer that does not exist (no embedder
+// deployed) has nothing in flight.
+func (w *Worker) awaitEmbedders(ctx context.Context, marks map[string]uint64, deadline time.Time) error {
+	pause := 20 * time.Millisecond
+	for stream, cfg := range w.cfg.Topology.EmbedderConsumerConfigs() {
+		for {
+			done, err := w.embedderDone(ctx, stream, cfg.Durable, marks[stream])
+			if err != nil {
+				return err
+			}
+			if done {
+				break
+			}
+			if !time.Now().Before(deadline) {
+				return fmt.Errorf("consumer %s of %s has not acknowledged up to sequence %d", cfg.Durable, stream, marks[stream])
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(min(pause, time.Until(deadline))):
+			}
+			pause = min(2*pause, 200*time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// embedderDone reports whether consumer name of stream has nothing unacknowledged at or below
+// sequence mark.
+func (w *Worker) embedderDone(ctx context.Context, stream, name string, mark uint64) (bool, error) {
+	cons, err := w.js.Consumer(ctx, stream, name)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading consumer %s of %s: %w", name, stream, err)
+	}
+	info, err := cons.Info(ctx)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading consumer %s of %s: %w", name, stream, err)
+	}
+	// The ack floor is the last message below which everything is acknowledged; with nothing
+	// unacknowledged, everything delivered is, and what was not delivered yet finds the forget.
+	return info.AckFloor.Stream >= mark || (info.NumAckPending == 0 && (info.Delivered.Stream >= mark || info.NumPending == 0)), nil
 }
 
 // streamLast is the last sequence of a stream.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/cloudevents/sdk-go/v2/types"
+	gojson "github.com/goccy/go-json"
 	"github.com/nats-io/nats.go"
 )
 
@@ -276,6 +277,9 @@ func checkPublishSubject(subject string) error {
 func Decode(msg *nats.Msg) (event.Event, error) {
 	if msg == nil {
 		return event.Event{}, fmt.Errorf("decoding event: %w", invalidError("no message"))
+	}
+	if ev, ok := fastBinary(msg.Header, msg.Data); ok {
+		return ev, nil
 	}
 	ct, hasCT, err := headerValue(msg.Header, ceContentTypeKey)
 	if err != nil {
@@ -867,10 +871,12 @@ func jsonKind(kind, typeName string) string {
 	return typeName
 }
 
-// validJSON reports why body is not one JSON value, or nil: json.Valid scans it without
-// copying, and only a body that fails is decoded again for the reason.
+// validJSON reports why body is not one JSON value, or nil: it is scanned without copying, by
+// goccy/go-json when it is valid UTF-8 (ten times faster than encoding/json for a turn; only its
+// "valid" is taken, FuzzValidJSONAgrees), else by encoding/json, and only a body that fails is
+// decoded again for the reason.
 func validJSON(body []byte) error {
-	if json.Valid(body) {
+	if (utf8.Valid(body) && gojson.Valid(body)) || json.Valid(body) {
 		return nil
 	}
 	if err := json.Unmarshal(body, new(json.RawMessage)); err != nil {

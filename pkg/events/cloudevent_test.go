@@ -9,12 +9,15 @@ import (
 	"net/textproto"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cloudevents/sdk-go/v2/event"
+	gojson "github.com/goccy/go-json"
 	"github.com/nats-io/nats.go"
 )
 
@@ -633,5 +636,126 @@ func TestMaybeTypeAgreesWithDecode(t *testing.T) {
 	}
 	if MaybeType(nats.Header{"content-type": []string{"application/json"}}, TypeTurn) || MaybeType(nil, TypeTurn) {
 		t.Error("a message with no ce-type and no structured content type may be a turn")
+	}
+}
+
+// FuzzFastBinaryAgrees holds Decode's fast path to the general one: whatever headers and body
+// fastBinary accepts, decodeBinary accepts too and decodes to the same event.
+func FuzzFastBinaryAgrees(f *testing.F) {
+	ev, err := NewEvent("turn-1", TypeTurn, "agent/a", time.Date(2026, 11, 30, 10, 0, 0, 5, time.UTC), Turn{Role: "user", Content: "hi", User: "u"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	ev.SetExtension("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+	msg, err := BinaryMsg("memory.turns.a.b", ev)
+	if err != nil {
+		f.Fatal(err)
+	}
+	h := msg.Header
+	f.Add(h.Get("content-type"), h.Get("ce-specversion"), h.Get("ce-id"), h.Get("ce-source"), h.Get("ce-type"), h.Get("ce-time"),
+		"ce-traceparent", h.Get("ce-traceparent"), "Nats-Msg-Id", "a.b.turn-1", false, msg.Data)
+	f.Add("application/json", "1.0", "x%41", "urn:a", "t", "", "ce-tenant", "acme", "Ce-Id", "y", false, []byte(`{"a":1}`))
+	f.Add("application/json", "1.0", "x", "%zz", "t", "2026-01-01T00:00:00+01:00", "ce-data", "v", "CONTENT-TYPE", "text/plain", true, []byte(`[1`))
+	f.Add("application/json", "1.0", " ", "::", "t", "x", "ce-subject", "s", "ce-datacontenttype", "application/json", false, []byte{})
+	f.Add("application/json", "1.0", "a", "b", "t", "2026-01-01T00:00:00Z", "ce-ext\u00e9", "\u0001", "content-type", "application/json", true, []byte("\"\xff\""))
+	f.Fuzz(func(t *testing.T, ct, sv, id, source, typ, when, extKey, ext, otherKey, other string, repeat bool, body []byte) {
+		h := nats.Header{}
+		for k, v := range map[string]string{"content-type": ct, "ce-specversion": sv, "ce-id": id, "ce-source": source, "ce-type": typ, "ce-time": when} {
+			if v != "" {
+				h[k] = []string{v}
+			}
+		}
+		h[extKey] = append(h[extKey], ext)
+		h[otherKey] = append(h[otherKey], other)
+		if repeat {
+			h["ce-id"] = append(h["ce-id"], id)
+		}
+		fast, ok := fastBinary(h, body)
+		if !ok {
+			return
+		}
+		full, err := Decode(&nats.Msg{Subject: "memory.turns.a.b", Header: h, Data: body, Sub: nil})
+		if err != nil {
+			t.Fatalf("the fast path accepted what Decode rejects (%v): %v %q", err, h, body)
+		}
+		mt, _ := mediaTypeOf(ContentTypeJSON)
+		ref, err := decodeBinary(h, ContentTypeJSON, true, mt, body)
+		if err != nil {
+			t.Fatalf("the fast path accepted what decodeBinary rejects (%v): %v %q", err, h, body)
+		}
+		if !reflect.DeepEqual(fast, ref) || !reflect.DeepEqual(full, ref) {
+			t.Fatalf("fast path decoded\n%#v\nthe general one\n%#v", fast, ref)
+		}
+	})
+}
+
+// BenchmarkDecodeBinaryTurn decodes a turn as agentmem's client publishes it: Decode (the fast
+// path) and the general path alone.
+func BenchmarkDecodeBinaryTurn(b *testing.B) {
+	ev, err := NewEvent("turn-000123", TypeTurn, "agent/support-bot", time.Now(), Turn{Role: "user", Content: strings.Repeat("some words of a turn ", 25), User: "alice"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	msg, err := BinaryMsg("memory.turns.acme.s1", ev)
+	if err != nil {
+		b.Fatal(err)
+	}
+	msg.Header.Set(HeaderMsgID, MsgID("acme", "s1", ev.ID()))
+	b.Run("Decode", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := Decode(msg); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("general", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := decodeBinary(msg.Header, ContentTypeJSON, true, ContentTypeJSON, msg.Data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// FuzzValidJSONAgrees: what goccy/go-json calls valid JSON (of valid UTF-8), encoding/json does
+// too; validJSON takes only that verdict from it.
+func FuzzValidJSONAgrees(f *testing.F) {
+	for _, s := range []string{`{"role":"user","content":"hi","user":"u"}`, ` [1, 2.5e-3, -0, true, null, "\u00e9\n"] `, `{"a":{"b":[]}}`,
+		"1\x00", `"\ud800"`, `01`, `1.`, `{"a":1,}`, `[1]]`, `"a` + "\x7f" + `"`, `{"a"  :  "b"}`, "\t\r\n\"x\"", `1e+5`, `-`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if utf8.Valid(data) && gojson.Valid(data) && !json.Valid(data) {
+			t.Fatalf("goccy/go-json calls %q valid JSON, encoding/json does not", data)
+		}
+	})
+}
+
+// TestFastBinaryTakesAgentmemsOwnEvents: the events agentmem's publishers write in binary mode
+// (without a ce-subject) take the fast path and decode exactly as the general path decodes them.
+func TestFastBinaryTakesAgentmemsOwnEvents(t *testing.T) {
+	for _, fx := range fixtures(t) {
+		t.Run(fx.name, func(t *testing.T) {
+			ev := fx.ev.Clone()
+			ev.SetSubject("") // a subject takes the general path
+			ev.SetExtension("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+			msg, err := BinaryMsg(fx.subject, ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			msg.Header.Set(HeaderMsgID, "a.b.c")
+			fast, ok := fastBinary(msg.Header, msg.Data)
+			if !ok {
+				t.Fatalf("not decoded by the fast path: %v", msg.Header)
+			}
+			ref, err := decodeBinary(msg.Header, ContentTypeJSON, true, ContentTypeJSON, msg.Data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(fast, ref) {
+				t.Fatalf("fast path decoded\n%#v\nthe general one\n%#v", fast, ref)
+			}
+			sameEvent(t, ev, fast)
+		})
 	}
 }

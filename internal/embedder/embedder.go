@@ -189,9 +189,7 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, emb embed.Embe
 		// remove them with the user.
 		{"embedder-facts", topo.FactStream(), worker.Dispatch{Kinds: []string{events.KindFacts},
 			Routes: []worker.Route{worker.On(events.TypeFact, w.handleFact)}, SkipUnknown: true}.Handler(),
-			func(m jetstream.Msg) bool {
-				return m.Headers().Get("ce-type") != "" && m.Headers().Get("ce-type") != events.TypeFact
-			}, nil},
+			func(m jetstream.Msg) bool { return !events.MaybeType(m.Headers(), events.TypeFact) }, nil},
 	} {
 		w.workers = append(w.workers, worker.New(worker.Config{
 			Name: h.name, Stream: h.stream, Consumer: ccs[h.stream].Durable,

@@ -596,6 +596,55 @@ func TestForgetOutwaitsAnEmbeddingInFlight(t *testing.T) {
 	}
 }
 
+// TestForgottenTurnsDeliveredLaterAreNotEmbedded: a stage stuck longer than forget waits for it
+// (one handler here, its embedding call kept waiting until forget has answered) does not hold the
+// forget up beyond its bound, and the turns of the forgotten session delivered to it afterwards
+// are not embedded; only the call in flight stores its vector, the documented gap. (Whether the
+// stage's cached state of the session is dropped on the tombstone is
+// TestForgottenSessionIsDecidedAgain's; here the state is read again after the forget anyway.)
+func TestForgottenTurnsDeliveredLaterAreNotEmbedded(t *testing.T) {
+	m := newModel(t, "concepts", func(m *model) { m.hold, m.held = make(chan struct{}), make(chan struct{}, 1) })
+	_, nc, js := daemontest.Start(t, daemon.Config{Ingest: ingest.Config{IdleTimeout: -1},
+		Retrieve: retrieve.Config{Embedder: m.emb}, Embed: embedder.Config{Concurrency: 1}})
+	cl := newClient(t, nc, "acme")
+	publish(t, cl, "s1", "alice", 1)
+	checkFor(t, 30*time.Second, "the first vector", caughtUp(t, js, userFilter(m.emb.Name()), 1))
+	late := []string{"My kitten sleeps all day.", "I drink tea every morning.", "My puppy is called Rex."}
+	for i, text := range late {
+		if _, err := cl.Publish(context.Background(), client.Turn{ID: fmt.Sprintf("s1-late-%d", i), Session: "s1", User: "alice", Role: "user", Content: text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-m.held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the second embedding call never reached the model")
+	}
+	// Ingest has applied the late turns before the forget (so a state read then says so).
+	checkFor(t, 30*time.Second, "ingest to apply the late turns", func() bool {
+		turns, _ := sessionHeader(t, js, "acme", "s1")
+		return turns == 4
+	})
+	msg, err := nc.Request("memory.forget.acme", []byte(`{"user":"alice"}`), 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(m.hold)
+	checkFor(t, 30*time.Second, "the stage to finish", func() bool {
+		lag, ok := embedLag(t, js)
+		return ok && lag == 0
+	})
+	embedded := m.embedded()
+	for _, text := range late[1:] {
+		if slices.Contains(embedded, text) {
+			t.Errorf("%q was embedded after forget answered %s", text, msg.Data)
+		}
+	}
+	if n := vectorCount(t, js, "acme.alice.>"); n > 1 {
+		t.Errorf("%d vectors of alice after forget, want at most the one in flight", n)
+	}
+}
+
 // TestModelChangeBackfillsWhileOldVectorsServe: a retriever moving from model A to model B answers
 // with A's vectors until a backfill has made B's for everything stored, then with B's; the
 // backfill embeds applied turns and facts once, and nothing when run again.

@@ -60,12 +60,18 @@ func (c *sessionCache) get(k session.Key) *cachedSession {
 }
 
 // committed wakes the waiters of session k: its header was written (session.Store.WatchCommits).
-func (c *sessionCache) committed(k session.Key) {
+// A forgotten session's state is dropped: the next turn of it is decided from what is stored, a
+// tombstone that applied nothing, not from the state read before the forget, which would have the
+// stage embed (and store after the forget's purge) turns the forget removed.
+func (c *sessionCache) committed(k session.Key, forgotten bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cs, ok := c.items[k]; ok {
 		close(cs.changed)
 		cs.changed = make(chan struct{})
+		if forgotten {
+			delete(c.items, k)
+		}
 	}
 }
 

@@ -406,6 +406,14 @@ func (st *Store) WatchHeader(ctx context.Context, key Key) (jetstream.KeyWatcher
 	return w, nil
 }
 
+// tombstone reports whether a stored header is a forget's tombstone (a corrupt one is not).
+func tombstone(value []byte) bool {
+	var h struct {
+		Forgotten time.Time `json:"forgotten"`
+	}
+	return json.Unmarshal(value, &h) == nil && !h.Forgotten.IsZero()
+}
+
 // Tombstone replaces a forgotten session's header by one that holds nothing but the watermark:
 // every message of the session up to lastSeq counts as decided, so turns in flight when the
 // session was forgotten are not applied again, while later turns start a new session. The write
@@ -424,10 +432,11 @@ func (st *Store) Tombstone(ctx context.Context, key Key, lastSeq uint64) error {
 }
 
 // WatchCommits calls fn with the key of every session whose header is written from now on (a
-// commit, a forget), until ctx ends: for a reader that waits for ingest to decide a turn, so it
-// need not poll. fn runs on the watcher's goroutine and must not block.
-func (st *Store) WatchCommits(ctx context.Context, fn func(Key)) error {
-	w, err := st.headers.WatchAll(ctx, jetstream.UpdatesOnly(), jetstream.MetaOnly())
+// commit, a forget), and whether the header written is a forget's tombstone, until ctx ends: for
+// a reader that waits for ingest to decide a turn, so it need not poll, and that must drop what
+// it keeps of a forgotten session. fn runs on the watcher's goroutine and must not block.
+func (st *Store) WatchCommits(ctx context.Context, fn func(k Key, forgotten bool)) error {
+	w, err := st.headers.WatchAll(ctx, jetstream.UpdatesOnly())
 	if err != nil {
 		return fmt.Errorf("watching bucket %q: %w", st.headers.Bucket(), err)
 	}
@@ -445,7 +454,7 @@ func (st *Store) WatchCommits(ctx context.Context, fn func(Key)) error {
 					continue
 				}
 				if k, err := ParseKey(e.Key()); err == nil {
-					fn(k)
+					fn(k, tombstone(e.Value()))
 				}
 			}
 		}

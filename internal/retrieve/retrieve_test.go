@@ -261,7 +261,9 @@ func TestReadYourWrites(t *testing.T) {
 	if !errorsAs(err, &se) || se.Code != 503 || se.Field != "after" {
 		t.Fatalf("after an unknown turn: %v, want a 503 naming after", err)
 	}
-	if _, err := e.cl.Publish(ctx, client.Turn{ID: "w1", Session: "s9", User: "bob", Role: "user", Content: "my cat's name is Zorblax"}); err != nil {
+	// Timed on the test's clock (start's Now): a turn timed after the request's point in time is
+	// not an answer, and the real clock passed that Now on 2026-12-02 at 08:00 UTC.
+	if _, err := e.cl.Publish(ctx, client.Turn{ID: "w1", Session: "s9", User: "bob", Role: "user", Content: "my cat's name is Zorblax", Time: day.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	reply, err := e.cl.Retrieve(ctx, events.RetrieveRequest{Query: "what is my cat's name", Session: "s9", After: "w1", WaitMS: 5000})

@@ -111,17 +111,27 @@ func BenchmarkSearch10k(b *testing.B) {
 	}
 }
 
-// BenchmarkAddRemove measures adding one turn to an index of 10,000 and removing it again.
+// BenchmarkAddRemove measures adding one turn to an index of 10,000 and removing it again, by
+// its text (RemoveDocs, as the retriever does) and by its id alone (Remove, which looks through
+// every posting).
 func BenchmarkAddRemove(b *testing.B) {
 	docs, _, _ := syntheticCorpus(10200)
 	ix := NewIndex(Config{})
 	ix.Add(docs[:10000]...)
 	extra := docs[10000:]
-	i := 0
-	for b.Loop() {
-		d := extra[i%len(extra)]
-		ix.Add(d)
-		ix.Remove(d.ID)
-		i++
+	for _, byText := range []bool{true, false} {
+		b.Run(map[bool]string{true: "by-text", false: "by-id"}[byText], func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				d := extra[i%len(extra)]
+				ix.Add(d)
+				if byText {
+					ix.RemoveDocs(d)
+				} else {
+					ix.Remove(d.ID)
+				}
+				i++
+			}
+		})
 	}
 }

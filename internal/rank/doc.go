@@ -70,4 +70,9 @@
 // long stopped growing there); terms are found through an open-addressing table of term ids
 // that reads each term from its posting (4 bytes a slot, where a map[string]int32 kept another
 // string header and about twenty bytes per entry).
+// A document keeps no list of its terms (4 bytes a distinct term and a slice header: a fifth of
+// the index per document, BenchmarkSearch10k's index-bytes/doc 3,365 → 2,713): RemoveDocs finds a
+// document's entries through the terms of the text it was added with (about 0.1 ms to add and
+// remove a turn in an index of 10,000, BenchmarkAddRemove), and Remove, given ids alone, looks
+// through every posting (1.5 ms there), once for all the ids it is given.
 package rank

@@ -3,6 +3,7 @@ package rank
 import (
 	"errors"
 	"fmt"
+	"github.com/agentmem/agentmem/internal/search"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -247,19 +248,38 @@ func TestIncrementalEqualsBatch(t *testing.T) {
 	inc := NewIndex(Config{})
 	live := map[string]Doc{}
 	for i := range 600 {
-		switch op := rng.IntN(10); {
-		case op < 6 || len(live) == 0:
+		switch op := rng.IntN(12); {
+		case op < 8 || len(live) == 0:
 			d := Doc{ID: fmt.Sprintf("d%d", rng.IntN(300)), Text: text(), Role: []string{"user", "assistant", ""}[rng.IntN(3)]}
 			if d.Role != "" {
 				d.Group, d.Pos = fmt.Sprintf("g%d", rng.IntN(20)), i
 			}
 			inc.Add(d)
 			live[d.ID] = d
-		default:
-			for id := range live {
-				inc.Remove(id)
+		case op < 11:
+			for id, d := range live {
+				switch op {
+				case 8:
+					inc.Remove(id)
+				case 9: // by the text it was added with
+					inc.RemoveDocs(d)
+				default: // by another text: what it does not name is found anyway
+					inc.RemoveDocs(Doc{ID: id, Text: text()}, Doc{ID: "unknown", Text: d.Text})
+				}
 				delete(live, id)
 				break
+			}
+		default: // several at once, an unknown id and a repeated one among them
+			var gone []string
+			for id := range live {
+				if len(gone) == 3 {
+					break
+				}
+				gone = append(gone, id)
+			}
+			inc.Remove(append(gone, "unknown", gone[0])...)
+			for _, id := range gone {
+				delete(live, id)
 			}
 		}
 	}
@@ -284,32 +304,39 @@ func TestIncrementalEqualsBatch(t *testing.T) {
 			t.Errorf("%q:\nincremental %v\nbatch       %v", q, a, b)
 		}
 	}
-	checkPostings(t, inc)
+	checkPostings(t, inc, live)
 }
 
-// checkPostings checks the postings of ix against its documents: each posting in strictly
-// increasing slot order, each entry a live document holding the term, and as many entries as
-// the documents hold terms.
-func checkPostings(t *testing.T, ix *Index) {
+// checkPostings checks the postings of ix against the documents it should hold: each posting in
+// strictly increasing slot order, each entry a document of live whose text has the term that
+// many times, and as many entries as those documents have distinct terms.
+func checkPostings(t *testing.T, ix *Index, live map[string]Doc) {
 	t.Helper()
+	tfs := map[string]map[string]int{}
+	want := 0
+	for id, d := range live {
+		tf := map[string]int{}
+		for _, term := range search.Terms(d.Text) {
+			tf[term]++
+		}
+		tfs[id] = tf
+		want += len(tf)
+	}
 	entries := 0
-	for tid, p := range ix.postings {
+	for _, p := range ix.postings {
 		for i, e := range p.ents {
 			if i > 0 && p.ents[i-1].slot() >= e.slot() {
 				t.Fatalf("posting %q: slot %d after %d", p.term, e.slot(), p.ents[i-1].slot())
 			}
-			if d := ix.docs[e.slot()]; d.id == "" || !slices.Contains(d.terms, int32(tid)) {
-				t.Fatalf("posting %q names slot %d (%q), which does not hold the term", p.term, e.slot(), d.id)
+			d := ix.docs[e.slot()]
+			if n := tfs[d.id][p.term]; d.id == "" || n == 0 || min(n, maxTF) != int(e.tf()) {
+				t.Fatalf("posting %q names slot %d (%q) with frequency %d; its text has the term %d times", p.term, e.slot(), d.id, e.tf(), n)
 			}
 		}
 		entries += len(p.ents)
 	}
-	terms := 0
-	for _, d := range ix.docs {
-		terms += len(d.terms)
-	}
-	if entries != terms {
-		t.Fatalf("%d posting entries for %d document terms", entries, terms)
+	if entries != want {
+		t.Fatalf("%d posting entries for %d document terms", entries, want)
 	}
 }
 

@@ -137,17 +137,24 @@ func (u *userView) refreshLong(ctx context.Context, store *longterm.Store) error
 		long[s.ID] = e
 		u.summaries = append(u.summaries, e)
 	}
-	for id := range u.long {
+	// The index is told the texts it was given (see view.refresh).
+	var gone, added []rank.Doc
+	for id, old := range u.long {
 		if _, ok := long[id]; !ok {
-			u.longIdx.Remove(id)
+			gone = append(gone, rank.Doc{ID: id, Text: searchText(old)})
 			u.longVecs.remove(id)
 		}
 	}
 	for id, e := range long {
 		if old, ok := u.long[id]; !ok || old.Content != e.Content {
-			u.longIdx.Add(rank.Doc{ID: id, Text: searchText(e), Time: e.Timestamp, Kind: string(e.Type)})
+			if ok {
+				gone = append(gone, rank.Doc{ID: id, Text: searchText(old)})
+			}
+			added = append(added, rank.Doc{ID: id, Text: searchText(e), Time: e.Timestamp, Kind: string(e.Type)})
 		}
 	}
+	u.longIdx.RemoveDocs(gone...)
+	u.longIdx.Add(added...)
 	u.long = long
 	for _, r := range recs.Sessions {
 		if _, ok := u.sessions[r.Session]; !ok {
@@ -272,13 +279,15 @@ func (u *userView) dropSession(sess string) {
 			ids = append(ids, id)
 		}
 	}
+	gone := make([]rank.Doc, 0, len(ids))
 	for _, id := range ids {
 		e := u.archive[id]
+		gone = append(gone, rank.Doc{ID: id, Text: e.Content}) // the text it was indexed with
 		delete(u.archive, id)
-		u.archIdx.Remove(id)
 		u.archVecs.remove(id)
 		u.bytes.Add(-archivedBytes(e))
 	}
+	u.archIdx.RemoveDocs(gone...)
 }
 
 // archivedBytes is what the view counts for an archived turn (see userView.bytes).

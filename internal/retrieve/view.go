@@ -65,9 +65,12 @@ func (v *view) refresh(ctx context.Context, store *session.Store, reader *archiv
 			e.Content, e.Metadata = t.content, withRole(t.metadata, e.Role)
 		}
 	}
+	// The index is told the texts it was given (the entries leaving, and the old text of those
+	// whose text changed), so it finds their terms without looking through all of them.
+	var gone []rank.Doc
 	for _, old := range v.entries {
 		if _, ok := keep[old.ID]; !ok {
-			v.index.Remove(old.ID)
+			gone = append(gone, rank.Doc{ID: old.ID, Text: old.Content})
 			v.vecs.remove(old.ID)
 			delete(v.text, old.ID)
 		}
@@ -76,11 +79,17 @@ func (v *view) refresh(ctx context.Context, store *session.Store, reader *archiv
 	for _, e := range v.entries {
 		known[e.ID] = e.Content
 	}
+	var added []rank.Doc
 	for _, e := range visible {
 		if c, ok := known[e.ID]; !ok || c != e.Content {
-			v.index.Add(rank.Doc{ID: e.ID, Text: e.Content, Role: e.Role, Time: e.Timestamp, Kind: string(e.Type)})
+			if ok {
+				gone = append(gone, rank.Doc{ID: e.ID, Text: c})
+			}
+			added = append(added, rank.Doc{ID: e.ID, Text: e.Content, Role: e.Role, Time: e.Timestamp, Kind: string(e.Type)})
 		}
 	}
+	v.index.RemoveDocs(gone...)
+	v.index.Add(added...)
 	v.entries = visible
 	return true, nil
 }

@@ -156,7 +156,7 @@ func BinaryMsg(subject string, ev event.Event) (*nats.Msg, error) {
 			return nil, fmt.Errorf("encoding event: %w", fieldErrorValue("datacontenttype", ct,
 				"must be printable ASCII"))
 		}
-		if data := ev.Data(); len(data) > 0 && isJSONMediaType(mt) && !ev.DataBase64 && !json.Valid(data) {
+		if data := ev.Data(); len(data) > 0 && isJSONMediaType(mt) && !ev.DataBase64 && validJSON(data) != nil {
 			return nil, fmt.Errorf("encoding event: %w", &FieldError{Field: "data", Message: "not JSON but datacontenttype is " + quoteValue(mt)})
 		}
 		h[ceContentTypeKey] = []string{ct}

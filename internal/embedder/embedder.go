@@ -40,7 +40,7 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultConcurrency = 256
+	DefaultConcurrency = callsInFlight * DefaultBatchSize // 256
 	DefaultBatchSize   = 64
 	DefaultBatchWait   = 20 * time.Millisecond
 	DefaultDecideWait  = 2 * time.Minute
@@ -51,8 +51,8 @@ type Config struct {
 	// Topology names the streams, the vector bucket and the consumers.
 	Topology events.Topology
 	// Concurrency bounds the messages handled at once per consumer (default 256); it is also how
-	// many texts can wait for one batch. The default fills every Embed call in flight (4 ×
-	// BatchSize) and makes the turns' batches, and so their packs, large: with 64, a load of
+	// many texts can wait for one batch. The default fills every Embed call in flight
+	// (callsInFlight × DefaultBatchSize) and makes the turns' batches, and so their packs, large: with 64, a load of
 	// 100 sessions stored a pack per 7 turns, with 256 one per 26 (docs/operations.md).
 	Concurrency int
 	// BatchSize bounds the texts of one Embed call (default 64).

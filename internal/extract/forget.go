@@ -222,6 +222,7 @@ func (w *Worker) awaitEmbedders(ctx context.Context, marks map[string]uint64, de
 // embedderDone reports whether consumer name of stream has nothing unacknowledged at or below
 // sequence mark.
 func (w *Worker) embedderDone(ctx context.Context, stream, name string, mark uint64) (bool, error) {
+	// Binding the consumer reads its info (CachedInfo): one request per look.
 	cons, err := w.js.Consumer(ctx, stream, name)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return true, nil
@@ -229,13 +230,7 @@ func (w *Worker) embedderDone(ctx context.Context, stream, name string, mark uin
 	if err != nil {
 		return false, fmt.Errorf("reading consumer %s of %s: %w", name, stream, err)
 	}
-	info, err := cons.Info(ctx)
-	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return true, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("reading consumer %s of %s: %w", name, stream, err)
-	}
+	info := cons.CachedInfo()
 	// The ack floor is the last message below which everything is acknowledged; with nothing
 	// unacknowledged, everything delivered is, and what was not delivered yet finds the forget.
 	return info.AckFloor.Stream >= mark || (info.NumAckPending == 0 && (info.Delivered.Stream >= mark || info.NumPending == 0)), nil
@@ -243,15 +238,12 @@ func (w *Worker) embedderDone(ctx context.Context, stream, name string, mark uin
 
 // streamLast is the last sequence of a stream.
 func (w *Worker) streamLast(ctx context.Context, name string) (uint64, error) {
+	// Binding the stream reads its info; a second request would read the same.
 	s, err := w.js.Stream(ctx, name)
-	if err != nil {
-		return 0, fmt.Errorf("binding %q: %w", name, err)
-	}
-	info, err := s.Info(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("reading %q: %w", name, err)
 	}
-	return info.State.LastSeq, nil
+	return s.CachedInfo().State.LastSeq, nil
 }
 
 // purge removes every message on subject from a stream and returns how many there were.

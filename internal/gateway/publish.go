@@ -11,7 +11,9 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
+	gojson "github.com/goccy/go-json"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -105,8 +107,8 @@ func eventMsg(h http.Header, body []byte) *nats.Msg {
 // publishBatch validates every event of a batch, then publishes them in order, or none when one
 // is invalid.
 func (g *Gateway) publishBatch(w http.ResponseWriter, r *http.Request, tenant string, body []byte) {
-	var raws []json.RawMessage
-	if err := json.Unmarshal(body, &raws); err != nil {
+	raws, err := splitBatch(body)
+	if err != nil {
 		writeProblem(w, r, problem(http.StatusBadRequest, "body", "a batch is a JSON array of structured CloudEvents: "+err.Error()))
 		return
 	}
@@ -156,6 +158,19 @@ func (g *Gateway) publishBatch(w http.ResponseWriter, r *http.Request, tenant st
 	writeJSON(w, http.StatusAccepted, out)
 }
 
+// splitBatch splits a batch into its events' JSON, with goccy/go-json when the body is valid
+// JSON in UTF-8 (a fifth of encoding/json's time), else with encoding/json, whose error says
+// what is wrong. Each event is decoded and checked on its own after.
+func splitBatch(body []byte) ([]json.RawMessage, error) {
+	var raws []json.RawMessage
+	if utf8.Valid(body) && gojson.Valid(body) && gojson.Unmarshal(body, &raws) == nil {
+		return raws, nil
+	}
+	raws = nil
+	err := json.Unmarshal(body, &raws)
+	return raws, err
+}
+
 // prepare decodes and validates a CloudEvent as ingest would and returns the message to publish:
 // binary mode on memory.turns.<tenant>.<session>, with Nats-Msg-Id. The session is the event's
 // subject attribute; the tenant is the URL's and the event may not name another one.
@@ -181,7 +196,7 @@ func (g *Gateway) prepare(tenant string, in *nats.Msg) (pending, *Problem) {
 	}
 	switch ev.Type() {
 	case events.TypeTurn:
-		t, err := events.DecodeData[events.Turn](ev)
+		t, err := events.DecodeTurn(ev)
 		if err == nil {
 			err = t.Validate()
 		}

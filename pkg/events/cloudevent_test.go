@@ -717,6 +717,68 @@ func BenchmarkDecodeBinaryTurn(b *testing.B) {
 	})
 }
 
+// FuzzStructuredAgrees: a structured-mode envelope decodes with goccy/go-json (fastUnmarshal) to
+// the event, or the error, that encoding/json alone gives.
+func FuzzStructuredAgrees(f *testing.F) {
+	for _, fx := range fixtures(f) {
+		msg, err := StructuredMsg(fx.subject, fx.ev)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(msg.Data)
+	}
+	for _, s := range []string{
+		`{"specversion":"1.0","id":"a","source":"x","type":"t","data":{"a":1},"e":"v","n":7,"b":true}`,
+		`{"specversion":"1.0","id":"a","source":"x","type":"t","data_base64":"AAEC","datacontenttype":"application/octet-stream"}`,
+		`{"specversion":"1.0","id":"a","source":"x","type":"t","datacontenttype":"text/plain","data":"hi\u00e9","time":"2026-11-30T10:00:00Z"}`,
+		`{"specversion":"1.0","id":null,"source":"x","type":"t","subject":"s","data":null}`,
+		`{"specversion":"1.0","\u0069d":"a","id":"b","source":"x","type":"t","subject":1,"Bad":2}`,
+		`{"specversion":"1.0","id":"a","source":"x","type":"t","data":{"a":tru}}`,
+		`{"specversion":"1.0","id":"a","source":"x","type":"t"} {}`,
+		`[{"specversion":"1.0"}]`, `{"data_base64":1,"specversion":"1.0"}`, "{\"id\":\"\xff\"}", `{"specversion":"1.0","ext":1.5}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		fast, ferr := decodeStructuredWith(body, fastUnmarshal)
+		ref, rerr := decodeStructuredWith(body, json.Unmarshal)
+		if (ferr == nil) != (rerr == nil) || (ferr != nil && ferr.Error() != rerr.Error()) {
+			t.Fatalf("%q: goccy/go-json gives error %v, encoding/json %v", body, ferr, rerr)
+		}
+		if !reflect.DeepEqual(fast, ref) {
+			t.Fatalf("%q: goccy/go-json decodes\n%#v\nencoding/json\n%#v", body, fast, ref)
+		}
+	})
+}
+
+// BenchmarkDecodeStructuredTurn decodes a turn in structured mode, as the HTTP gateway's batches
+// carry it: with goccy/go-json where it can (Decode) and with encoding/json alone.
+func BenchmarkDecodeStructuredTurn(b *testing.B) {
+	ev, err := NewEvent("turn-000123", TypeTurn, "agent/support-bot", time.Now(), Turn{Role: "user", Content: strings.Repeat("some words of a turn ", 25), User: "alice"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ev.SetSubject("s1")
+	msg, err := StructuredMsg("memory.turns.acme.s1", ev)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("Decode", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := Decode(msg); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := decodeStructuredWith(msg.Data, json.Unmarshal); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
 // FuzzValidJSONAgrees: what goccy/go-json calls valid JSON (of valid UTF-8), encoding/json does
 // too; validJSON takes only that verdict from it.
 func FuzzValidJSONAgrees(f *testing.F) {

@@ -29,7 +29,10 @@ type batchReq struct {
 	text string
 	// put, when set, names the entry to store the vector as (its Q and Scale are filled in).
 	put *Vector
-	out chan batchRes
+	// keep, when set, says once the vector is made whether to store it still; a false or an
+	// error leaves it unstored (the error goes to the caller).
+	keep func(context.Context) (bool, error)
+	out  chan batchRes
 }
 
 type batchRes struct {
@@ -43,10 +46,11 @@ func (b *batcher) embed(ctx context.Context, text string) ([]float32, error) {
 }
 
 // embedAndStore embeds text within a batch and stores its vector as entry v (its owner, model, id
-// and kind), in a pack with the batch's other vectors of the owner; it returns when the pack is
-// stored, or with the batch's or the write's error.
-func (b *batcher) embedAndStore(ctx context.Context, text string, v Vector) error {
-	_, err := b.do(ctx, batchReq{text: text, put: &v})
+// and kind), in a pack with the batch's other vectors of the owner, unless keep, asked once the
+// vector is made, says not to; it returns when the pack is stored, or with the batch's, keep's or
+// the write's error.
+func (b *batcher) embedAndStore(ctx context.Context, text string, v Vector, keep func(context.Context) (bool, error)) error {
+	_, err := b.do(ctx, batchReq{text: text, put: &v, keep: keep})
 	return err
 }
 
@@ -149,6 +153,12 @@ func (b *batcher) call(ctx context.Context, batch []batchReq) {
 		if r.put == nil {
 			r.out <- batchRes{vec: vecs[i]}
 			continue
+		}
+		if r.keep != nil {
+			if ok, err := r.keep(cctx); err != nil || !ok {
+				r.out <- batchRes{vec: vecs[i], err: err}
+				continue
+			}
 		}
 		r.put.Q, r.put.Scale = Quantize(vecs[i])
 		o := owner{r.put.Tenant, r.put.User, r.put.Model}

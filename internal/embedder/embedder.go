@@ -279,6 +279,7 @@ func (w *Worker) handleTurn(ctx context.Context, addr events.EventAddress, meta 
 		return nil // not a partitioned turn subject: ingest dead-letters it
 	}
 	k := session.Key{Tenant: addr.Tenant, Session: addr.Key}
+	epoch := w.sessions.forgets.Load() // before the decision: a forget during it is seen
 	applied, user, err := w.sessions.decided(ctx, w.stopping, k, id, meta.Sequence.Stream, w.cfg.DecideWait)
 	if err != nil {
 		return err
@@ -303,7 +304,14 @@ func (w *Worker) handleTurn(ctx context.Context, addr events.EventAddress, meta 
 			return nil
 		}
 	}
-	if err := w.batch.embedAndStore(ctx, turn.Content, Vector{Tenant: k.Tenant, User: user, Model: model, ID: id, Kind: KindTurn}); err != nil {
+	keep := func(ctx context.Context) (bool, error) {
+		ok, err := w.sessions.stillApplied(ctx, w.stopping, k, id, meta.Sequence.Stream, epoch)
+		if err == nil && !ok {
+			w.cfg.Metrics.EmbedSkipped("turn")
+		}
+		return ok, err
+	}
+	if err := w.batch.embedAndStore(ctx, turn.Content, Vector{Tenant: k.Tenant, User: user, Model: model, ID: id, Kind: KindTurn}, keep); err != nil {
 		return fmt.Errorf("embedding with %s and storing: %w", model, err)
 	}
 	return nil

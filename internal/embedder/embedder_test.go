@@ -529,9 +529,10 @@ func TestForgetRemovesVectors(t *testing.T) {
 }
 
 // TestForgetOutwaitsAnEmbeddingInFlight: an embedding call that returns after forget's first pass
-// (a slow or retried model) stores its vectors after the user's vectors were purged; forget waits
-// for the stage to finish such work before its second pass, which removes them, so nothing of
-// the user is left once it answers.
+// (a slow or retried model) would store its vectors after the user's vectors were purged; the
+// stage decides the turn again before it stores (the tombstone says it is forgotten), and forget
+// waits for the stage to finish such work before its second pass, which would remove what it
+// stored, so nothing of the user is left once it answers.
 func TestForgetOutwaitsAnEmbeddingInFlight(t *testing.T) {
 	m := newModel(t, "concepts", func(m *model) { m.hold, m.held = make(chan struct{}), make(chan struct{}, 1) })
 	_, nc, js := daemontest.Start(t, daemon.Config{Ingest: ingest.Config{IdleTimeout: -1}, Retrieve: retrieve.Config{Embedder: m.emb}})
@@ -591,17 +592,18 @@ func TestForgetOutwaitsAnEmbeddingInFlight(t *testing.T) {
 	if n := vectorCount(t, js, "acme.alice.>"); n != 0 {
 		t.Fatalf("%d vectors of alice stored after forget answered %s", n, got.msg.Data)
 	}
-	if rep.Forgotten["vectors"] != 2 {
-		t.Errorf("forget replied %s: want 2 vectors forgotten", got.msg.Data)
+	if n := rep.Forgotten["vectors"]; n < 1 || n > 2 {
+		t.Errorf("forget replied %s: want the first vector forgotten (and the late one, if it was stored)", got.msg.Data)
 	}
 }
 
 // TestForgottenTurnsDeliveredLaterAreNotEmbedded: a stage stuck longer than forget waits for it
 // (one handler here, its embedding call kept waiting until forget has answered) does not hold the
-// forget up beyond its bound, and the turns of the forgotten session delivered to it afterwards
-// are not embedded; only the call in flight stores its vector, the documented gap. (Whether the
-// stage's cached state of the session is dropped on the tombstone is
-// TestForgottenSessionIsDecidedAgain's; here the state is read again after the forget anyway.)
+// forget up beyond its bound; the turns of the forgotten session delivered to it afterwards are
+// not embedded, and the call in flight, decided before the forget, does not store its vector: the
+// turn is decided again before the store. (Whether the stage's cached state of the session is
+// dropped on the tombstone is TestForgottenSessionIsDecidedAgain's; here the state is read again
+// after the forget anyway.)
 func TestForgottenTurnsDeliveredLaterAreNotEmbedded(t *testing.T) {
 	m := newModel(t, "concepts", func(m *model) { m.hold, m.held = make(chan struct{}), make(chan struct{}, 1) })
 	_, nc, js := daemontest.Start(t, daemon.Config{Ingest: ingest.Config{IdleTimeout: -1},
@@ -640,8 +642,8 @@ func TestForgottenTurnsDeliveredLaterAreNotEmbedded(t *testing.T) {
 			t.Errorf("%q was embedded after forget answered %s", text, msg.Data)
 		}
 	}
-	if n := vectorCount(t, js, "acme.alice.>"); n > 1 {
-		t.Errorf("%d vectors of alice after forget, want at most the one in flight", n)
+	if n := vectorCount(t, js, "acme.alice.>"); n != 0 {
+		t.Errorf("%d vectors of alice after forget, the embedding call in flight stored its vector", n)
 	}
 }
 

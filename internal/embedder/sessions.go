@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentmem/agentmem/internal/session"
@@ -21,6 +22,10 @@ type sessionCache struct {
 	mu    sync.Mutex
 	items map[session.Key]*cachedSession
 	tick  uint64
+
+	// forgets counts the forgotten sessions' tombstones the watch reported: a vector of a turn
+	// decided before it last changed is decided again before it is stored (stillApplied).
+	forgets atomic.Uint64
 }
 
 type cachedSession struct {
@@ -66,6 +71,9 @@ func (c *sessionCache) get(k session.Key) *cachedSession {
 func (c *sessionCache) committed(k session.Key, forgotten bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if forgotten {
+		c.forgets.Add(1)
+	}
 	if cs, ok := c.items[k]; ok {
 		close(cs.changed)
 		cs.changed = make(chan struct{})
@@ -118,4 +126,18 @@ func (c *sessionCache) decided(ctx context.Context, stopping <-chan struct{}, k 
 		}
 		pause = min(2*pause, 500*time.Millisecond)
 	}
+}
+
+// stillApplied is the check made just before the vector of turn id (stream sequence seq of
+// session k), decided applied when forgets was epoch, is stored. An embedding call can outlast a
+// forget and its wait for the stage (a slow or retried model): when any session was forgotten
+// since, the turn is decided again, from the tombstone if it was this one, and a forgotten turn's
+// vector is not stored. A tombstone written but not yet reported is the forget's own to clean up:
+// its second pass comes at least its grace period after the tombstone.
+func (c *sessionCache) stillApplied(ctx context.Context, stopping <-chan struct{}, k session.Key, id string, seq, epoch uint64) (bool, error) {
+	if c.forgets.Load() == epoch {
+		return true, nil
+	}
+	applied, _, err := c.decided(ctx, stopping, k, id, seq, 0)
+	return applied, err
 }

@@ -30,7 +30,9 @@ import (
 // partition to one pinned member at a time, and a member that lets a partition go unpins it at
 // once (a dead member's pin expires after PinnedTTL). During a hand-over two members may both
 // hold a partition for a moment; commits are revision-checked and the gap fill applies a
-// session's messages in stream order, so the outcome is the same.
+// session's messages in stream order, so the outcome is the same. A partition that cannot start
+// (its consumers cannot be bound, as while their leader is elected) is started again by its owner
+// until it can (keepPartition): the others take it for served.
 
 // membersBucket holds one key per live ingest member: "<member id>".
 func membersBucket(t events.Topology) string { return t.Prefix + "_INGEST_MEMBERS" }
@@ -221,7 +223,7 @@ func (m *membership) acquire(ctx context.Context, p int) {
 	m.mu.Lock()
 	m.running[p] = r
 	m.mu.Unlock()
-	go func() { r.done <- m.w.runPartition(pctx, p) }()
+	go func() { r.done <- m.w.keepPartition(pctx, p) }()
 }
 
 // release stops consuming partition p (draining what was delivered) and unpins its consumers so

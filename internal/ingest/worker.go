@@ -142,9 +142,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.cfg.static {
 		for _, p := range w.cfg.Partitions {
 			g.Go(func() error {
-				err := w.runPartition(gctx, p)
+				w.keepPartition(gctx, p)
 				w.unpin(p) // a successor (a restart) is served at once
-				return err
+				return nil
 			})
 		}
 	} else {
@@ -248,6 +248,28 @@ func (p *partition) drop(k session.Key) {
 	if el, ok := p.items[k]; ok {
 		p.order.Remove(el)
 		delete(p.items, k)
+	}
+}
+
+// keepPartition serves partition p until ctx ends, starting it again when it stops on its own:
+// binding its consumers fails while, for example, their leader is being elected after a server
+// restart, and a partition its owner does not serve is served by nobody (make chaos once left
+// one unserved for minutes after a member resumed from SIGSTOP and took partitions back). The
+// pause between tries grows from 250 ms to 5 s.
+func (w *Worker) keepPartition(ctx context.Context, p int) error {
+	pause := 250 * time.Millisecond
+	for {
+		err := w.runPartition(ctx, p)
+		if ctx.Err() != nil {
+			return nil
+		}
+		w.log.Warn().Err(err).Int("partition", p).Dur("retry_in", pause).Msg("partition stopped; starting it again")
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 5*time.Second)
 	}
 }
 

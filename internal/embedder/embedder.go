@@ -32,6 +32,7 @@ import (
 	"github.com/agentmem/agentmem/internal/deadletter"
 	"github.com/agentmem/agentmem/internal/embed"
 	"github.com/agentmem/agentmem/internal/integrity"
+	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/internal/worker"
@@ -107,9 +108,11 @@ type Worker struct {
 	vectors  *Vectors
 	packs    *packIndex
 	sessions *sessionCache
-	batch    *batcher
-	workers  []*worker.Worker
-	log      zerolog.Logger
+	// long is read before a summary's or fact's vector is stored: one forgotten meanwhile is not.
+	long    *longterm.Store
+	batch   *batcher
+	workers []*worker.Worker
+	log     zerolog.Logger
 	// stopping is closed when Run's context ends: a turn waiting for ingest gives its message
 	// back at once instead of holding the shutdown up.
 	stopping chan struct{}
@@ -141,6 +144,10 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, emb embed.Embe
 	if err != nil {
 		return nil, err
 	}
+	long, err := longterm.Open(ctx, js, topo)
+	if err != nil {
+		return nil, err
+	}
 	ccs := topo.EmbedderConsumerConfigs()
 	for stream, cc := range ccs {
 		if err := events.EnsureConsumers(ctx, js, stream, cc); err != nil {
@@ -155,7 +162,7 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, emb embed.Embe
 	w := &Worker{
 		cfg: cfg, emb: emb, vectors: vectors, packs: newPackIndex(vectors, packIndexSize), log: log,
 		stopping: make(chan struct{}),
-		sessions: newSessionCache(store.Instrument(rep), sessionCacheSize),
+		sessions: newSessionCache(store.Instrument(rep), sessionCacheSize), long: long.Instrument(rep),
 	}
 	w.turnsSince.Store(turns.CachedInfo().Created.UnixNano())
 	w.batch = &batcher{emb: emb, size: cfg.BatchSize, wait: cfg.BatchWait, reqs: make(chan batchReq),
@@ -317,6 +324,24 @@ func (w *Worker) handleTurn(ctx context.Context, addr events.EventAddress, meta 
 	return nil
 }
 
+// gone reports whether the summary or fact id of (tenant, user) is no longer in the long-term
+// store.
+func (w *Worker) gone(ctx context.Context, tenant, user, id string, kind byte) (bool, error) {
+	var err error
+	switch kind {
+	case KindSummary:
+		_, err = w.long.Summary(ctx, tenant, user, id)
+	case KindFact:
+		_, err = w.long.Fact(ctx, tenant, user, id)
+	default:
+		return false, nil
+	}
+	if errors.Is(err, longterm.ErrNotFound) {
+		return true, nil
+	}
+	return false, err
+}
+
 // storePack stores the vectors of a batch of one owner and model as a pack.
 func (w *Worker) storePack(ctx context.Context, vs []Vector) error {
 	if _, err := w.vectors.PutPack(ctx, vs); err != nil {
@@ -364,6 +389,15 @@ func (w *Worker) store(ctx context.Context, tenant, user, id string, kind byte, 
 	vec, err := w.batch.embed(ctx, text)
 	if err != nil {
 		return fmt.Errorf("embedding with %s: %w", model, err)
+	}
+	// The call may have outlasted a forget of the user, or the fact's delete: an entry no longer
+	// stored gets no vector (one removed between this read and the write is the forget's second
+	// pass's to remove).
+	if gone, err := w.gone(ctx, tenant, user, id, kind); err != nil {
+		return err
+	} else if gone {
+		w.cfg.Metrics.EmbedSkipped(kindName(kind))
+		return nil
 	}
 	q, scale := Quantize(vec)
 	if err := w.vectors.Put(ctx, Vector{Tenant: tenant, User: user, Model: model, ID: id, Kind: kind, Scale: scale, Q: q}); err != nil {

@@ -647,6 +647,45 @@ func TestForgottenTurnsDeliveredLaterAreNotEmbedded(t *testing.T) {
 	}
 }
 
+// TestForgottenFactOutlastingTheWaitIsNotStored: a fact's embedding call kept waiting at the model
+// until forget has answered (longer than forget waits for the stage) does not store the fact's
+// vector: the stage reads the fact again before it stores, and the forget removed it.
+func TestForgottenFactOutlastingTheWaitIsNotStored(t *testing.T) {
+	m := newModel(t, "concepts", func(m *model) { m.hold, m.held = make(chan struct{}), make(chan struct{}, 1) })
+	_, nc, js := daemontest.Start(t, daemon.Config{Ingest: ingest.Config{IdleTimeout: -1}, Retrieve: retrieve.Config{Embedder: m.emb}})
+	cl := newClient(t, nc, "acme")
+	if _, err := cl.Publish(context.Background(), client.Turn{ID: "s1-0", Session: "s1", User: "alice", Role: "user",
+		Content: "I love writing Go, it's my favourite language."}); err != nil {
+		t.Fatal(err)
+	}
+	checkFor(t, 30*time.Second, "the turn's vector", caughtUp(t, js, userFilter(m.emb.Name()), 1))
+	// The session's end makes a fact of the turn (the extractor's rules); its embedding call is
+	// the model's second request, kept waiting.
+	if _, err := cl.EndSession(context.Background(), "s1", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-m.held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no embedding call of the fact reached the model")
+	}
+	msg, err := nc.Request("memory.forget.acme", []byte(`{"user":"alice"}`), 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(m.hold)
+	checkFor(t, 30*time.Second, "the stage to finish", func() bool {
+		lag, ok := embedLag(t, js)
+		return ok && lag == 0
+	})
+	if embedded := m.embedded(); !slices.ContainsFunc(embedded, func(s string) bool { return strings.Contains(s, "Go") && s != "I love writing Go, it's my favourite language." }) {
+		t.Fatalf("the model embedded %q: no fact, the test shows nothing", embedded)
+	}
+	if n := vectorCount(t, js, "acme.alice.>"); n != 0 {
+		t.Errorf("%d vectors of alice after forget answered %s: the fact's was stored after the forget", n, msg.Data)
+	}
+}
+
 // TestModelChangeBackfillsWhileOldVectorsServe: a retriever moving from model A to model B answers
 // with A's vectors until a backfill has made B's for everything stored, then with B's; the
 // backfill embeds applied turns and facts once, and nothing when run again.

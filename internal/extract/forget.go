@@ -75,7 +75,7 @@ func (w *Worker) Forget(ctx context.Context, tenant, user string) (map[string]in
 			return counts, ctx.Err()
 		}
 		w.log.Warn().Err(err).Str("tenant", tenant).Str("user", user).
-			Msg("forget: the embedding stage did not finish its work in flight in time; a summary or fact vector it stores later outlives the forget")
+			Msg("forget: the embedding stage did not finish its work in flight in time; a vector it stores in the moment before it sees the forget outlives it")
 	}
 	if err := w.forgetPass(ctx, tenant, user, counts); err != nil {
 		return counts, err

@@ -678,7 +678,9 @@ func TestForgottenFactOutlastingTheWaitIsNotStored(t *testing.T) {
 		lag, ok := embedLag(t, js)
 		return ok && lag == 0
 	})
-	if embedded := m.embedded(); !slices.ContainsFunc(embedded, func(s string) bool { return strings.Contains(s, "Go") && s != "I love writing Go, it's my favourite language." }) {
+	if embedded := m.embedded(); !slices.ContainsFunc(embedded, func(s string) bool {
+		return strings.Contains(s, "Go") && s != "I love writing Go, it's my favourite language."
+	}) {
 		t.Fatalf("the model embedded %q: no fact, the test shows nothing", embedded)
 	}
 	if n := vectorCount(t, js, "acme.alice.>"); n != 0 {

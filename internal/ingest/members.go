@@ -115,7 +115,7 @@ func assign(member string, members []string, n int) []int {
 // running is a partition this member consumes.
 type running struct {
 	cancel context.CancelFunc
-	done   chan error
+	done   chan struct{} // closed when the partition has stopped
 }
 
 // membership runs the member's heartbeat and keeps the owned partitions running.
@@ -219,11 +219,14 @@ func (m *membership) rebalance(ctx context.Context) error {
 func (m *membership) acquire(ctx context.Context, p int) {
 	m.w.unpin(p)
 	pctx, cancel := context.WithCancel(ctx)
-	r := &running{cancel: cancel, done: make(chan error, 1)}
+	r := &running{cancel: cancel, done: make(chan struct{})}
 	m.mu.Lock()
 	m.running[p] = r
 	m.mu.Unlock()
-	go func() { r.done <- m.w.keepPartition(pctx, p) }()
+	go func() {
+		defer close(r.done)
+		m.w.keepPartition(pctx, p)
+	}()
 }
 
 // release stops consuming partition p (draining what was delivered) and unpins its consumers so
@@ -237,9 +240,7 @@ func (m *membership) release(p int) {
 		return
 	}
 	r.cancel()
-	if err := <-r.done; err != nil {
-		m.w.log.Warn().Err(err).Int("partition", p).Msg("partition stopped with an error")
-	}
+	<-r.done
 	m.w.unpin(p)
 }
 

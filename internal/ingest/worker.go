@@ -253,20 +253,20 @@ func (p *partition) drop(k session.Key) {
 
 // keepPartition serves partition p until ctx ends, starting it again when it stops on its own:
 // binding its consumers fails while, for example, their leader is being elected after a server
-// restart, and a partition its owner does not serve is served by nobody (make chaos once left
-// one unserved for minutes after a member resumed from SIGSTOP and took partitions back). The
-// pause between tries grows from 250 ms to 5 s.
-func (w *Worker) keepPartition(ctx context.Context, p int) error {
+// restart, and a partition its owner does not serve is served by nobody (the likely cause of a
+// make chaos run in which a partition stayed unserved for minutes after its member resumed from
+// SIGSTOP and took it back). The pause between tries grows from 250 ms to 5 s.
+func (w *Worker) keepPartition(ctx context.Context, p int) {
 	pause := 250 * time.Millisecond
 	for {
 		err := w.runPartition(ctx, p)
 		if ctx.Err() != nil {
-			return nil
+			return
 		}
 		w.log.Warn().Err(err).Int("partition", p).Dur("retry_in", pause).Msg("partition stopped; starting it again")
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-time.After(pause):
 		}
 		pause = min(2*pause, 5*time.Second)

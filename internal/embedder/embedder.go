@@ -325,14 +325,17 @@ func (w *Worker) handleTurn(ctx context.Context, addr events.EventAddress, meta 
 }
 
 // gone reports whether the summary or fact id of (tenant, user) is no longer in the long-term
-// store.
+// store, or is a deleted fact.
 func (w *Worker) gone(ctx context.Context, tenant, user, id string, kind byte) (bool, error) {
 	var err error
 	switch kind {
 	case KindSummary:
 		_, err = w.long.Summary(ctx, tenant, user, id)
 	case KindFact:
-		_, err = w.long.Fact(ctx, tenant, user, id)
+		var f longterm.Fact
+		if f, err = w.long.Fact(ctx, tenant, user, id); err == nil && f.Deleted {
+			return true, nil
+		}
 	default:
 		return false, nil
 	}

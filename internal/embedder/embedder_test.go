@@ -166,11 +166,27 @@ func embedLag(t *testing.T, js jetstream.JetStream) (uint64, bool) {
 	return metrics.EmbedLag(topo, lags)
 }
 
-func caughtUp(t *testing.T, js jetstream.JetStream, filter string, want int) func() bool {
+// stageDone reports whether the embedding stage has nothing left to handle.
+func stageDone(t *testing.T, js jetstream.JetStream) func() bool {
 	return func() bool {
 		lag, ok := embedLag(t, js)
-		return ok && lag == 0 && vectorCount(t, js, filter) == want
+		return ok && lag == 0
 	}
+}
+
+// forgetAlice asks for the forget of user alice of tenant acme and returns the reply.
+func forgetAlice(t *testing.T, nc *nats.Conn) *nats.Msg {
+	t.Helper()
+	msg, err := nc.Request("memory.forget.acme", []byte(`{"user":"alice"}`), 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msg
+}
+
+func caughtUp(t *testing.T, js jetstream.JetStream, filter string, want int) func() bool {
+	done := stageDone(t, js)
+	return func() bool { return done() && vectorCount(t, js, filter) == want }
 }
 
 // extracted reports whether the extractors have finished every session end.
@@ -455,7 +471,7 @@ func TestLastDeliveryIsDeadLettered(t *testing.T) {
 	if !bytes.Contains(msg.Data, []byte(events.DefaultTopology().EmbedderTurnsConsumer())) || !bytes.Contains(msg.Data, []byte("500 Internal Server Error")) {
 		t.Fatalf("dead letter %s: want the embedder's consumer and the endpoint's error", msg.Data)
 	}
-	checkFor(t, 30*time.Second, "no lag", func() bool { lag, ok := embedLag(t, js); return ok && lag == 0 })
+	checkFor(t, 30*time.Second, "no lag", stageDone(t, js))
 }
 
 // TestRedeliveryAndReplayEmbedNothingTwice: a failed batch is redelivered and stored once; a
@@ -508,10 +524,7 @@ func TestForgetRemovesVectors(t *testing.T) {
 	publish(t, cl, "s1", "alice", 3)
 	checkFor(t, 30*time.Second, "3 vectors", caughtUp(t, js, userFilter(m.emb.Name()), 3))
 	retrieveArchive(t, cl, "kitten") // the retriever holds alice's vectors now
-	msg, err := nc.Request("memory.forget.acme", []byte(`{"user":"alice"}`), 30*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	msg := forgetAlice(t, nc)
 	var rep events.ForgetReply
 	if err := json.Unmarshal(msg.Data, &rep); err != nil || rep.Forgotten["vectors"] != 3 {
 		t.Fatalf("forget replied %s (%v): want 3 vectors forgotten", msg.Data, err)
@@ -585,10 +598,7 @@ func TestForgetOutwaitsAnEmbeddingInFlight(t *testing.T) {
 	if err := json.Unmarshal(got.msg.Data, &rep); err != nil {
 		t.Fatal(err)
 	}
-	checkFor(t, 30*time.Second, "the stage to finish", func() bool {
-		lag, ok := embedLag(t, js)
-		return ok && lag == 0
-	})
+	checkFor(t, 30*time.Second, "the stage to finish", stageDone(t, js))
 	if n := vectorCount(t, js, "acme.alice.>"); n != 0 {
 		t.Fatalf("%d vectors of alice stored after forget answered %s", n, got.msg.Data)
 	}
@@ -627,15 +637,9 @@ func TestForgottenTurnsDeliveredLaterAreNotEmbedded(t *testing.T) {
 		turns, _ := sessionHeader(t, js, "acme", "s1")
 		return turns == 4
 	})
-	msg, err := nc.Request("memory.forget.acme", []byte(`{"user":"alice"}`), 30*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	msg := forgetAlice(t, nc)
 	close(m.hold)
-	checkFor(t, 30*time.Second, "the stage to finish", func() bool {
-		lag, ok := embedLag(t, js)
-		return ok && lag == 0
-	})
+	checkFor(t, 30*time.Second, "the stage to finish", stageDone(t, js))
 	embedded := m.embedded()
 	for _, text := range late[1:] {
 		if slices.Contains(embedded, text) {
@@ -669,15 +673,9 @@ func TestForgottenFactOutlastingTheWaitIsNotStored(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("no embedding call of the fact reached the model")
 	}
-	msg, err := nc.Request("memory.forget.acme", []byte(`{"user":"alice"}`), 30*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	msg := forgetAlice(t, nc)
 	close(m.hold)
-	checkFor(t, 30*time.Second, "the stage to finish", func() bool {
-		lag, ok := embedLag(t, js)
-		return ok && lag == 0
-	})
+	checkFor(t, 30*time.Second, "the stage to finish", stageDone(t, js))
 	if embedded := m.embedded(); !slices.ContainsFunc(embedded, func(s string) bool {
 		return strings.Contains(s, "Go") && s != "I love writing Go, it's my favourite language."
 	}) {

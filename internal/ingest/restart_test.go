@@ -1,11 +1,9 @@
 package ingest_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,24 +15,6 @@ import (
 	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/pkg/events"
 )
-
-// lockedBuffer is a log destination the test reads while the worker writes.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestPartitionThatCannotStartIsStartedAgain: a partition whose consumer cannot be bound when its
 // process takes it (here it is deleted; after a server restart its leader may not be elected
@@ -68,7 +48,7 @@ func TestPartitionThatCannotStartIsStartedAgain(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var logs lockedBuffer
+			var logs syncBuffer
 			w, err := ingest.New(ctx, cfg, js, zerolog.New(&logs))
 			if err != nil {
 				t.Fatal(err)

@@ -300,8 +300,10 @@ func (w *Worker) extract(ctx context.Context, k session.Key, upTo uint64, redeli
 		return err
 	}
 	text := make(map[string]string, len(turns))
+	stated := make(map[string]time.Time, len(turns))
 	for _, t := range turns {
 		text[t.ID] = t.Content
+		stated[t.ID] = t.Time
 	}
 	stored := 0
 	for _, c := range cands {
@@ -312,7 +314,7 @@ func (w *Worker) extract(ctx context.Context, k session.Key, upTo uint64, redeli
 			ID: fact.ID(k.Tenant, user, c.Content), Tenant: k.Tenant, User: user, Content: c.Content,
 			Category: c.Category, Key: c.Key, Tokens: w.counter.Count(c.Content), ValidFrom: c.Time,
 			Provenance: c.Provenance, Sessions: []string{k.Session}, Confidence: c.Confidence, Extractor: extractor,
-			Metadata: map[string]any{"source_text": sourceText(c.Provenance, text)},
+			Metadata: map[string]any{"source_text": sourceText(c.Provenance, text)}, StatedAt: stated,
 		}
 		ch, err := w.store.AddFact(ctx, f)
 		if err != nil {

@@ -535,3 +535,73 @@ func TestBadAnnouncementIsDeadLettered(t *testing.T) {
 	e.end("acme", "s1", "alice", "e1", t0.Add(time.Minute))
 	e.facts("acme", "alice", 1)
 }
+
+// TestRestatedFactWinsAgain: Paris, then Lisbon, then Paris again, each in a session of its own:
+// the latest statement is the live fact, in English and in Chinese, and in another wording that
+// the extractor keys the same.
+func TestRestatedFactWinsAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name                  string
+		first, second, third  string
+		wantLive, wantLiveNot string
+	}{
+		{"english", "I live in Paris.", "I live in Lisbon.", "I live in Paris.", "Paris", "Lisbon"},
+		{"chinese", "我住在北京。", "我住在上海。", "我住在北京。", "北京", "上海"},
+		{"other-wording", "I live in Paris.", "I live in Lisbon.", "I moved to Paris.", "Paris", "Lisbon"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := start(t, 1, nil)
+			day := 24 * time.Hour
+			for i, text := range []string{tc.first, tc.second, tc.third} {
+				at := t0.Add(time.Duration(i) * day)
+				sess := fmt.Sprintf("s%d", i+1)
+				e.say("acme", sess, "alice", fmt.Sprintf("t%d", i+1), text, at)
+				e.end("acme", sess, "alice", fmt.Sprintf("e%d", i+1), at.Add(time.Minute))
+				e.drained()
+			}
+			var live []string
+			for _, f := range e.facts("acme", "alice", 1) {
+				if f.Live() {
+					live = append(live, f.Content)
+				}
+			}
+			if len(live) != 1 || !strings.Contains(live[0], tc.wantLive) || strings.Contains(live[0], tc.wantLiveNot) {
+				t.Fatalf("live facts %q, want the restated %s", live, tc.wantLive)
+			}
+		})
+	}
+}
+
+// TestRestatedFactWinsAgainWithTheLLM: the same with the LLM extractor, which answers the
+// restatement with the same content as the first statement.
+func TestRestatedFactWinsAgainWithTheLLM(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.Answer(func(req llmtest.ChatRequest) string {
+		body := req.Messages[len(req.Messages)-1].Content
+		city, turn := "Paris", "t1"
+		switch {
+		case strings.Contains(body, "Lisbon"):
+			city, turn = "Lisbon", "t2"
+		case strings.Contains(body, "again"):
+			turn = "t3"
+		}
+		return fmt.Sprintf(`{"facts":[{"content":"The user lives in %s","category":"identity","key":"user.city","confidence":0.9,"turns":[%q]}]}`, city, turn)
+	}))
+	e := start(t, 1, llmClient(t, srv))
+	day := 24 * time.Hour
+	for i, text := range []string{"I live in Paris.", "I live in Lisbon.", "I live in Paris again."} {
+		at := t0.Add(time.Duration(i) * day)
+		sess := fmt.Sprintf("s%d", i+1)
+		e.say("acme", sess, "alice", fmt.Sprintf("t%d", i+1), text, at)
+		e.end("acme", sess, "alice", fmt.Sprintf("e%d", i+1), at.Add(time.Minute))
+		e.drained()
+	}
+	var live []longterm.Fact
+	for _, f := range e.facts("acme", "alice", 1) {
+		if f.Live() {
+			live = append(live, f)
+		}
+	}
+	if len(live) != 1 || live[0].Content != "The user lives in Paris" || live[0].Version != 2 || !slices.Equal(live[0].Provenance, []string{"t3"}) {
+		t.Fatalf("live facts %+v, want Paris's second version stated by t3", live)
+	}
+}

@@ -22,6 +22,8 @@ package longterm
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,6 +57,15 @@ type Fact struct {
 	Extractor    string         `json:"extractor"`
 	Metadata     map[string]any `json:"metadata,omitempty"`
 	Deleted      bool           `json:"deleted,omitempty"`
+	// Version counts the fact's statements after an end: 1 (written as absent) for its first
+	// statement, n+1 for the fact stated again after version n was superseded or deleted.
+	// Restates is the id of version n.
+	Version  int    `json:"version,omitempty"`
+	Restates string `json:"restates,omitempty"`
+
+	// StatedAt is, for AddFact, the time of each provenance turn (a turn it lacks counts as
+	// stated at ValidFrom); it is not stored.
+	StatedAt map[string]time.Time `json:"-"`
 }
 
 // Live reports whether the fact is valid now (not superseded, not deleted).
@@ -412,7 +423,8 @@ func (s *Store) MarkExtracted(ctx context.Context, tenant, user, session string,
 
 // FactChange is what AddFact did.
 type FactChange struct {
-	// Added is true when the fact was new.
+	// Added is true when the fact was new: its first statement, or a new version of a fact that
+	// was superseded or deleted and is stated again (Fact.Restates names the version before).
 	Added bool
 	// Fact is the stored fact after the change.
 	Fact Fact
@@ -423,42 +435,121 @@ type FactChange struct {
 	SupersededBy string
 }
 
+// maxVersions bounds the versions of one fact AddFact walks through (a fact stated, replaced
+// and stated again that many times).
+const maxVersions = 256
+
+// VersionID is the id of the version of a fact that follows version id: the fact stated again
+// after version id was superseded or deleted. It is derived from id alone, so every worker (and
+// a replay) that sees the same restatement stores it under the same key.
+func VersionID(id string) string {
+	sum := sha256.Sum256([]byte("restated\x00" + id))
+	return "fact_" + hex.EncodeToString(sum[:16])
+}
+
 // AddFact stores a fact once: a new fact is created; the same fact (same id, i.e. the same
-// normalised content) stated again keeps its earliest valid_from and gains the union of the
-// provenance. A fact with a key supersedes the live fact of that key when it is newer, or goes
-// into the history when it is older, so the outcome does not depend on the order of arrival.
+// normalised content) stated again while it holds keeps its earliest valid_from and gains the
+// union of the provenance. A fact with a key supersedes the live fact of that key when it is
+// newer, or goes into the history when it is older, so the outcome does not depend on the order
+// of arrival.
+//
+// A fact stated again after it ended (superseded by another fact of its key, or deleted) is
+// valid again from that statement on: the statements made after the end are stored as the
+// fact's next version (id VersionID of the ended one, Restates naming it), which supersedes
+// whatever holds the key then. Statements made while a version held are merged into that
+// version. f.StatedAt gives each provenance turn's time; without it every turn counts as
+// stated at f.ValidFrom.
 func (s *Store) AddFact(ctx context.Context, f Fact) (FactChange, error) {
 	var ch FactChange
-	stored, out, err := update(ctx, s, recordKey{f.Tenant, f.User, kindFact, f.ID},
-		func() (Fact, bool) { return f, true },
-		func(cur *Fact) bool {
-			changed := false
-			if f.ValidFrom.Before(cur.ValidFrom) {
-				cur.ValidFrom, changed = f.ValidFrom, true
-			}
-			for _, p := range f.Provenance {
-				if !slices.Contains(cur.Provenance, p) {
-					cur.Provenance, changed = append(cur.Provenance, p), true
+	for range maxVersions {
+		var next *Fact
+		stored, out, err := update(ctx, s, recordKey{f.Tenant, f.User, kindFact, f.ID},
+			func() (Fact, bool) { next = nil; return f, true },
+			func(cur *Fact) bool {
+				during, after := f.splitAt(cur.ValidTo)
+				next = nil
+				if after != nil {
+					after.ID, after.Restates, after.Version = VersionID(cur.ID), cur.ID, cur.version()+1
+					next = after
 				}
-			}
-			for _, p := range f.Sessions {
-				if !slices.Contains(cur.Sessions, p) {
-					cur.Sessions, changed = append(cur.Sessions, p), true
-				}
-			}
-			if f.Confidence > cur.Confidence {
-				cur.Confidence, changed = f.Confidence, true
-			}
-			return changed
-		})
-	if err != nil {
-		return ch, err
+				return during != nil && cur.merge(*during)
+			})
+		if err != nil {
+			return ch, err
+		}
+		if next != nil {
+			f = *next
+			continue
+		}
+		ch.Added, ch.Fact = out == created, stored
+		if f.Key == "" || stored.Deleted {
+			return ch, nil
+		}
+		return s.settleKey(ctx, stored, ch)
 	}
-	ch.Added, ch.Fact = out == created, stored
-	if f.Key == "" || stored.Deleted {
-		return ch, nil
+	return ch, fmt.Errorf("storing fact %q: more than %d versions", f.ID, maxVersions)
+}
+
+// version is the fact's version number: 1 for its first statement.
+func (f Fact) version() int { return max(f.Version, 1) }
+
+// splitAt splits f's statements at end, the end of the stored version they would join: those
+// made before end (all of them when end is nil) and those made at or after it, each with its
+// own provenance and earliest time; nil for a part with no statement. A fact that names no
+// turn (a correction) is one statement at its ValidFrom.
+func (f Fact) splitAt(end *time.Time) (during, after *Fact) {
+	if end == nil {
+		return &f, nil
 	}
-	return s.settleKey(ctx, stored, ch)
+	if len(f.Provenance) == 0 {
+		if f.ValidFrom.Before(*end) {
+			return &f, nil
+		}
+		return nil, &f
+	}
+	for _, p := range f.Provenance {
+		at, ok := f.StatedAt[p]
+		if !ok {
+			at = f.ValidFrom
+		}
+		part := &during
+		if !at.Before(*end) {
+			part = &after
+		}
+		if *part == nil {
+			c := f
+			c.Provenance, c.ValidFrom = nil, at
+			*part = &c
+		}
+		(*part).Provenance = append((*part).Provenance, p)
+		if at.Before((*part).ValidFrom) {
+			(*part).ValidFrom = at
+		}
+	}
+	return during, after
+}
+
+// merge folds the statement f into cur (the same fact): the earliest valid_from, the union of
+// provenance and sessions, the highest confidence. It reports whether cur changed.
+func (cur *Fact) merge(f Fact) bool {
+	changed := false
+	if f.ValidFrom.Before(cur.ValidFrom) {
+		cur.ValidFrom, changed = f.ValidFrom, true
+	}
+	for _, p := range f.Provenance {
+		if !slices.Contains(cur.Provenance, p) {
+			cur.Provenance, changed = append(cur.Provenance, p), true
+		}
+	}
+	for _, p := range f.Sessions {
+		if !slices.Contains(cur.Sessions, p) {
+			cur.Sessions, changed = append(cur.Sessions, p), true
+		}
+	}
+	if f.Confidence > cur.Confidence {
+		cur.Confidence, changed = f.Confidence, true
+	}
+	return changed
 }
 
 // settleKey makes the slot of f's key point at the newest fact and marks the others superseded.

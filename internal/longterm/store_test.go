@@ -189,3 +189,133 @@ func TestSummariesSessionsAndForget(t *testing.T) {
 		t.Fatalf("alice's fact after forget: %v", err)
 	}
 }
+
+// liveContents lists the contents of the user's live facts.
+func liveContents(t *testing.T, store *longterm.Store) []string {
+	t.Helper()
+	recs, err := store.User(context.Background(), "acme", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var live []string
+	for _, f := range recs.Facts {
+		if f.Live() {
+			live = append(live, f.Content)
+		}
+	}
+	return live
+}
+
+func TestRestatedFactIsLiveAgainAsANewVersion(t *testing.T) {
+	store, _ := open(t)
+	ctx := context.Background()
+	day := 24 * time.Hour
+	paris := func(at time.Time, turn string) longterm.Fact {
+		return fact(fact1ID, "The user lives in Paris", "user.city", at, turn)
+	}
+	for _, f := range []longterm.Fact{
+		paris(t0, "t1"),
+		fact("f-lisbon", "The user lives in Lisbon", "user.city", t0.Add(day), "t2"),
+		paris(t0.Add(2*day), "t3"),
+	} {
+		if _, err := store.AddFact(ctx, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if live := liveContents(t, store); !slices.Equal(live, []string{"The user lives in Paris"}) {
+		t.Fatalf("live facts %v, want Paris again", live)
+	}
+	v2ID := longterm.VersionID(fact1ID)
+	v2, err := store.Fact(ctx, "acme", "alice", v2ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v2.Live() || !v2.ValidFrom.Equal(t0.Add(2*day)) || !slices.Equal(v2.Provenance, []string{"t3"}) ||
+		v2.Restates != fact1ID || v2.Version != 2 {
+		t.Fatalf("the restated version: %+v", v2)
+	}
+	first, _ := store.Fact(ctx, "acme", "alice", fact1ID)
+	if first.SupersededBy != "f-lisbon" || !slices.Equal(first.Provenance, []string{"t1"}) || !first.LiveAt(t0.Add(time.Hour)) {
+		t.Fatalf("the first version must stay in the history as it was: %+v", first)
+	}
+	lisbon, _ := store.Fact(ctx, "acme", "alice", "f-lisbon")
+	if lisbon.SupersededBy != v2ID || lisbon.ValidTo == nil || !lisbon.ValidTo.Equal(t0.Add(2*day)) {
+		t.Fatalf("Lisbon must end at the restatement: %+v", lisbon)
+	}
+	if !lisbon.LiveAt(t0.Add(day+time.Hour)) || first.LiveAt(t0.Add(day+time.Hour)) {
+		t.Fatal("between the move and the restatement Lisbon holds")
+	}
+
+	// Stated once more while version 2 holds: merged into it, no third version.
+	ch, err := store.AddFact(ctx, paris(t0.Add(3*day), "t4"))
+	if err != nil || ch.Added || ch.Fact.ID != v2ID || !slices.Equal(ch.Fact.Provenance, []string{"t3", "t4"}) {
+		t.Fatalf("a statement while version 2 holds: %+v %v", ch, err)
+	}
+	// A redelivery of the first statement changes nothing.
+	if ch, err := store.AddFact(ctx, paris(t0, "t1")); err != nil || ch.Added || ch.Fact.ID != fact1ID {
+		t.Fatalf("the first statement again: %+v %v", ch, err)
+	}
+	// Replaced once more and stated again: version 3.
+	if _, err := store.AddFact(ctx, fact("f-rome", "The user lives in Rome", "user.city", t0.Add(4*day), "t5")); err != nil {
+		t.Fatal(err)
+	}
+	ch, err = store.AddFact(ctx, paris(t0.Add(5*day), "t6"))
+	if err != nil || !ch.Added || ch.Fact.ID != longterm.VersionID(v2ID) || ch.Fact.Version != 3 || len(ch.Superseded) != 1 || ch.Superseded[0].ID != "f-rome" {
+		t.Fatalf("the third version: %+v %v", ch, err)
+	}
+	if live := liveContents(t, store); !slices.Equal(live, []string{"The user lives in Paris"}) {
+		t.Fatalf("live facts %v, want Paris", live)
+	}
+}
+
+const fact1ID = "fact_paris"
+
+func TestRestatedAfterDeleteIsLiveAgain(t *testing.T) {
+	store, _ := open(t)
+	ctx := context.Background()
+	if _, err := store.AddFact(ctx, fact("f-tea", "The user prefers tea", "", t0, "t1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := store.DeleteFact(ctx, "acme", "alice", "f-tea", t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	// The statement before the delete, delivered again, stays deleted.
+	if ch, err := store.AddFact(ctx, fact("f-tea", "The user prefers tea", "", t0, "t1")); err != nil || ch.Added || !ch.Fact.Deleted {
+		t.Fatalf("the deleted statement again: %+v %v", ch, err)
+	}
+	if live := liveContents(t, store); len(live) != 0 {
+		t.Fatalf("live %v after the delete", live)
+	}
+	ch, err := store.AddFact(ctx, fact("f-tea", "The user prefers tea", "", t0.Add(2*time.Hour), "t2"))
+	if err != nil || !ch.Added || ch.Fact.Restates != "f-tea" || !slices.Equal(ch.Fact.Provenance, []string{"t2"}) {
+		t.Fatalf("stated after the delete: %+v %v", ch, err)
+	}
+	if live := liveContents(t, store); !slices.Equal(live, []string{"The user prefers tea"}) {
+		t.Fatalf("live %v, want tea again", live)
+	}
+}
+
+func TestOneExtractionSplitsAtTheEnd(t *testing.T) {
+	store, _ := open(t)
+	ctx := context.Background()
+	day := 24 * time.Hour
+	for _, f := range []longterm.Fact{
+		fact(fact1ID, "The user lives in Paris", "user.city", t0, "t1"),
+		fact("f-lisbon", "The user lives in Lisbon", "user.city", t0.Add(day), "t2"),
+	} {
+		if _, err := store.AddFact(ctx, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One statement before the move (a late extraction) and one after it.
+	f := fact(fact1ID, "The user lives in Paris", "user.city", t0.Add(time.Hour), "t1b", "t3")
+	f.StatedAt = map[string]time.Time{"t1b": t0.Add(time.Hour), "t3": t0.Add(2 * day)}
+	ch, err := store.AddFact(ctx, f)
+	if err != nil || !ch.Added || !slices.Equal(ch.Fact.Provenance, []string{"t3"}) || !ch.Fact.ValidFrom.Equal(t0.Add(2*day)) {
+		t.Fatalf("the restated part: %+v %v", ch, err)
+	}
+	first, _ := store.Fact(ctx, "acme", "alice", fact1ID)
+	if !slices.Equal(first.Provenance, []string{"t1", "t1b"}) {
+		t.Fatalf("the first version keeps what was said while it held: %v", first.Provenance)
+	}
+}

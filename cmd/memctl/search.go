@@ -30,7 +30,7 @@ func retrieveCommand(out io.Writer, name, help string, contextFirst bool) *ffcli
 		func(fs *flag.FlagSet) {
 			fs.StringVar(&sess, "session", "", "session whose short-term memory to search")
 			fs.StringVar(&user, "user", "", "user whose long-term memory and archive to search")
-			fs.StringVar(&sources, "sources", "", "comma-separated: short, long, archive (default: short with --session, long when the user is known)")
+			fs.StringVar(&sources, "sources", "", "comma-separated: short, long, archive (default: short with --session, long and archive when the user is known)")
 			fs.StringVar(&types, "types", "", "comma-separated: FACT, SUMMARY, CONVERSATION, TOOL_RESULT")
 			fs.StringVar(&at, "at", "", "the query's now, RFC 3339 (default: now)")
 			fs.IntVar(&limit, "limit", 10, "entries to return (1-200)")

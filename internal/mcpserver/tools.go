@@ -42,7 +42,7 @@ type RememberOutput struct {
 type RecallInput struct {
 	Query   string   `json:"query" jsonschema:"what to look for, in natural language"`
 	Limit   int      `json:"limit,omitempty" jsonschema:"how many entries to return, 1-200 (default 10)"`
-	Sources []string `json:"sources,omitempty" jsonschema:"where to search: short (this session), long (the user's facts and summaries), archive (every earlier turn of the user); default short and long"`
+	Sources []string `json:"sources,omitempty" jsonschema:"where to search: short (this session), long (the user's facts and summaries), archive (every earlier turn of the user); default short, long and archive"`
 	Types   []string `json:"types,omitempty" jsonschema:"only entries of these types: FACT, SUMMARY, CONVERSATION, TOOL_RESULT"`
 }
 

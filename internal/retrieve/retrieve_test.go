@@ -440,3 +440,31 @@ func waitVectors(t *testing.T, nc *nats.Conn, filter string, n int) {
 		return nil
 	})
 }
+
+// TestNewSessionRecallsWhatTheUserSaidBefore: a new session of a known user reaches, with the
+// default sources, what the user said in another session, also when no fact rule found it.
+func TestNewSessionRecallsWhatTheUserSaidBefore(t *testing.T) {
+	e := start(t)
+	e.seed(t, "old", "alice", []client.Turn{{Content: "My dog is called Rex."}, {Content: "I use Python at work."}})
+	e.seed(t, "new", "alice", []client.Turn{{Content: "Hello again."}})
+	for _, q := range []struct{ query, want string }{
+		{"what is my dog called?", "old-00"},
+		{"which language do I use at work? Python?", "old-01"},
+	} {
+		reply, err := e.cl.Retrieve(context.Background(), events.RetrieveRequest{Query: q.query, Session: "new"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(reply.Entries) == 0 || reply.Entries[0].ID != q.want || reply.Entries[0].Source != "archive" || reply.Entries[0].Session != "old" {
+			t.Fatalf("%q from a new session: %v, want %s from the archive first", q.query, top(reply), q.want)
+		}
+	}
+	// The session's own turns still come from short-term memory, once.
+	reply, err := e.cl.Retrieve(context.Background(), events.RetrieveRequest{Query: "hello again", Session: "new"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reply.Entries) != 1 || reply.Entries[0].ID != "new-00" || reply.Entries[0].Source != "short" {
+		t.Fatalf("the session's own turn: %+v", reply.Entries)
+	}
+}

@@ -357,7 +357,10 @@ func (s *Service) Retrieve(ctx context.Context, tenant string, req events.Retrie
 			sources = append(sources, memory.SourceShort)
 		}
 		if user != "" {
-			sources = append(sources, memory.SourceLong)
+			// What the user said in other sessions is theirs to recall too: a new session
+			// reaches it without naming the archive (an id in short-term memory is reported
+			// from there).
+			sources = append(sources, memory.SourceLong, memory.SourceArchive)
 		}
 	}
 	types := map[memory.Type]bool{}

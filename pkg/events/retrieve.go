@@ -46,7 +46,7 @@ type RetrieveRequest struct {
 	// Limit is 1-200 (default 10).
 	Limit *int `json:"limit,omitempty"`
 	// Sources are short, long and archive; the default is short when a
-	// session is given, plus long when the user is known.
+	// session is given, plus long and archive when the user is known.
 	Sources []string `json:"sources,omitempty"`
 	// Types filter by entry type: FACT, SUMMARY, CONVERSATION, TOOL_RESULT.
 	Types []string `json:"types,omitempty"`

@@ -26,7 +26,9 @@ type httpConfig struct {
 	Addr         string            // "" : no HTTP server
 	Topology     events.Topology   // the daemon's
 	Tokens       map[string]string // gateway bearer tokens → tenant (none: no authentication)
-	InspectorKey string            // bearer token of the inspector's API ("" : none)
+	InspectorKey string            // bearer token of the inspector's API, every tenant ("" : none)
+	// InspectorTenantKeys are bearer tokens of the inspector's API scoped to one tenant each.
+	InspectorTenantKeys map[string]string
 	Budget       memory.Budget     // ingest's: the inspector's gauge draws its pressure threshold
 	// MCPSessions and MCPSessionsPerTenant bound the open MCP sessions (gateway.Config).
 	MCPSessions, MCPSessionsPerTenant int
@@ -38,7 +40,11 @@ func (c httpConfig) validate() error {
 	if c.Addr == "" {
 		return nil
 	}
-	if err := inspector.CheckExposure(c.Addr, c.InspectorKey); err != nil {
+	key := c.InspectorKey
+	for k := range c.InspectorTenantKeys {
+		key = k
+	}
+	if err := inspector.CheckExposure(c.Addr, key); err != nil {
 		return fmt.Errorf("--inspector-token is required when --http listens on a non-loopback address (%s): "+
 			"the inspector shows every tenant's memory; set one, or bind --http to 127.0.0.1", c.Addr)
 	}
@@ -61,7 +67,11 @@ func serveHTTP(ctx context.Context, cfg httpConfig, dm *daemon.Daemon, m *metric
 	if err != nil {
 		return err
 	}
-	ins, err := inspector.New(inspector.Config{Topology: cfg.Topology, Token: cfg.InspectorKey, Listen: cfg.Addr, Budget: cfg.Budget}, dm.Conn(), js, log)
+	// With tenants of its own (HTTP tokens, or a NATS server that requires authentication) the
+	// inspector needs a token of its own, on loopback too.
+	multi := len(cfg.Tokens) > 0 || dm.Conn().AuthRequired()
+	ins, err := inspector.New(inspector.Config{Topology: cfg.Topology, Token: cfg.InspectorKey, TenantTokens: cfg.InspectorTenantKeys,
+		MultiTenant: multi, Listen: cfg.Addr, Budget: cfg.Budget}, dm.Conn(), js, log)
 	if err != nil {
 		return err
 	}

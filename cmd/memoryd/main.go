@@ -53,7 +53,8 @@ func run(ctx context.Context, args []string) error {
 	tracer := settings.BindTracing(fs)
 	httpAddr := fs.String("http", "", "address of the HTTP server, e.g. 127.0.0.1:8080: the HTTP API and MCP under /v1/, the inspector under /inspector/, /metrics, /healthz, /readyz (empty: none)")
 	httpTokens := fs.String("http-tokens", "", `bearer tokens of the HTTP API, a JSON file {"token": "tenant", …} (empty: no authentication, the tenant is the URL's)`)
-	inspectorToken := fs.String("inspector-token", "", "bearer token the inspector's API requires; required when --http is not a loopback address (empty: none, and then the inspector answers loopback callers only)")
+	inspectorToken := fs.String("inspector-token", "", "bearer token of the inspector's API, for every tenant; required when --http is not a loopback address or the service has tenants (--http-tokens, NATS authentication); empty: none, and then a single-user inspector answers loopback callers only")
+	inspectorTokens := fs.String("inspector-tokens", "", `bearer tokens of the inspector's API scoped to one tenant each, a JSON file {"token": "tenant", …}`)
 	mcpSessions := fs.Int("mcp-sessions", gateway.DefaultMCPSessions, "open MCP sessions kept on --http for all tenants; when all are open a tenant closes its own oldest to open one, a tenant with none gets 503")
 	mcpPerTenant := fs.Int("mcp-sessions-per-tenant", gateway.DefaultMCPSessionsPerTenant, "open MCP sessions kept on --http per tenant; beyond it a new one closes the tenant's own least recently used")
 	budget := settings.BindBudget(fs)
@@ -145,6 +146,11 @@ func run(ctx context.Context, args []string) error {
 	}
 	hc := httpConfig{Addr: *httpAddr, Topology: cfg.Topology, InspectorKey: *inspectorToken, Budget: cfg.Ingest.Budget,
 		MCPSessions: *mcpSessions, MCPSessionsPerTenant: *mcpPerTenant}
+	if *inspectorTokens != "" {
+		if hc.InspectorTenantKeys, err = gateway.LoadTokens(*inspectorTokens); err != nil {
+			return fmt.Errorf("--inspector-tokens: %w", err)
+		}
+	}
 	if err := hc.validate(); err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ package inspector
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
 	"encoding/json"
@@ -57,6 +58,15 @@ type Config struct {
 	// Without a token, Listen must be a loopback address and the API answers loopback callers
 	// only (403 for any other remote address).
 	Token string
+	// TenantTokens maps more bearer tokens to the one tenant each may see (an operator of tenant
+	// acme sees acme only: every other tenant is not found, and the lists, the usage report and
+	// the live feed hold acme alone). They count as a token for the rules of Token.
+	TenantTokens map[string]string
+	// MultiTenant says that the service has tenants of its own (HTTP bearer tokens, or NATS
+	// authentication): the inspector then serves nobody without a token, loopback callers
+	// included (403 saying which flag sets one), since a local reverse proxy or sidecar would
+	// otherwise hand every tenant's memory to whoever reaches it.
+	MultiTenant bool
 	// Listen is the host:port of the HTTP server that serves the inspector. Without a Token it
 	// must be loopback (127.0.0.0/8, ::1, "localhost"); see CheckExposure.
 	Listen string
@@ -88,8 +98,19 @@ func (c Config) Validate() error {
 	if err := c.Topology.Validate(); err != nil {
 		return fmt.Errorf("inspector: %w", err)
 	}
-	if err := CheckExposure(c.Listen, c.Token); err != nil {
+	if err := CheckExposure(c.Listen, c.anyToken()); err != nil {
 		return err
+	}
+	for tok, t := range c.TenantTokens {
+		if tok == "" {
+			return fmt.Errorf("inspector: TenantTokens: an empty token (of tenant %q)", t)
+		}
+		if tok == c.Token {
+			return fmt.Errorf("inspector: TenantTokens: the token of tenant %q is also the token of every tenant", t)
+		}
+		if err := events.ValidateToken("tenant", t); err != nil {
+			return fmt.Errorf("inspector: TenantTokens: %w", err)
+		}
 	}
 	for _, t := range c.Tenants {
 		if err := events.ValidateToken("tenant", t); err != nil {
@@ -100,6 +121,17 @@ func (c Config) Validate() error {
 		return fmt.Errorf("inspector: Budget: %w", err)
 	}
 	return nil
+}
+
+// anyToken is a token the API requires, "" when it requires none.
+func (c Config) anyToken() string {
+	if c.Token != "" {
+		return c.Token
+	}
+	for tok := range c.TenantTokens {
+		return tok
+	}
+	return ""
 }
 
 // Inspector serves the memory inspector. It is safe for concurrent use.
@@ -156,9 +188,14 @@ func New(cfg Config, nc *nats.Conn, js jetstream.JetStream, log zerolog.Logger) 
 			i.allowed[t] = true
 		}
 	}
-	if cfg.Token != "" {
-		i.log.Info().Str("listen", cfg.Listen).Str("mode", "token").Msg("inspector API requires the bearer token")
-	} else {
+	switch {
+	case cfg.anyToken() != "":
+		i.log.Info().Str("listen", cfg.Listen).Str("mode", "token").Int("tenant_tokens", len(cfg.TenantTokens)).
+			Msg("inspector API requires a bearer token")
+	case cfg.MultiTenant:
+		i.log.Warn().Str("listen", cfg.Listen).Str("mode", "closed").
+			Msg("inspector is closed: this service has tenants and the inspector has no token of its own (" + tokenFlags + ")")
+	default:
 		i.log.Warn().Str("listen", cfg.Listen).Str("mode", "loopback-only").Msg("inspector API has no token: it answers loopback callers only")
 	}
 	return i, nil
@@ -220,25 +257,68 @@ func securityHeaders(next http.Handler) http.Handler {
 	})
 }
 
-// authorize requires Config.Token, when set, on every API call; without one it lets loopback
-// callers only through.
+// tokenFlags names the memoryd flags that give the inspector a token.
+const tokenFlags = "set --inspector-token, or --inspector-tokens for tokens scoped to one tenant"
+
+// authorize requires a token of the Config, when there is one, on every API call, and scopes the
+// call to the token's tenant when it has one; without a token it lets loopback callers only
+// through, or nobody when the service has tenants (Config.MultiTenant).
 func (i *Inspector) authorize(next http.Handler) http.Handler {
-	if i.cfg.Token == "" {
+	if i.cfg.anyToken() == "" {
+		if i.cfg.MultiTenant {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				writeProblem(w, r, http.StatusForbidden,
+					"this service has tenants, and the inspector shows every tenant's memory: it needs a token of its own, "+
+						"on loopback too ("+tokenFlags+")")
+			})
+		}
 		return i.loopbackOnly(next)
 	}
-	want := []byte(i.cfg.Token)
+	type grant struct {
+		digest [sha256.Size]byte
+		tenant string // "" for every tenant
+	}
+	var grants []grant
+	if i.cfg.Token != "" {
+		grants = append(grants, grant{digest: sha256.Sum256([]byte(i.cfg.Token))})
+	}
+	for tok, tenant := range i.cfg.TenantTokens {
+		grants = append(grants, grant{digest: sha256.Sum256([]byte(tok)), tenant: tenant})
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok && isEventStream(r.URL.Path) {
 			got, ok = r.URL.Query().Get("access_token"), true
 		}
-		if !ok || subtle.ConstantTimeCompare([]byte(got), want) != 1 {
+		var match *grant
+		if ok {
+			d := sha256.Sum256([]byte(got))
+			for k := range grants {
+				// Every grant is compared, in constant time, whichever matches.
+				if subtle.ConstantTimeCompare(d[:], grants[k].digest[:]) == 1 {
+					match = &grants[k]
+				}
+			}
+		}
+		if match == nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="agentmem inspector"`)
 			writeError(w, http.StatusUnauthorized, "", "a bearer token is required")
 			return
 		}
+		if match.tenant != "" {
+			r = r.WithContext(context.WithValue(r.Context(), scopeKey{}, match.tenant))
+		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// scopeKey is the context key of the one tenant a call's token may see.
+type scopeKey struct{}
+
+// scope is the one tenant the call's token may see, "" when it may see every tenant shown.
+func scope(ctx context.Context) string {
+	t, _ := ctx.Value(scopeKey{}).(string)
+	return t
 }
 
 // isEventStream reports whether path is /api/tenants/{tenant}/events, the one route that takes
@@ -256,18 +336,30 @@ func (i *Inspector) token(w http.ResponseWriter, r *http.Request, name string) (
 		writeError(w, http.StatusBadRequest, name, err.Error())
 		return "", false
 	}
-	if name == "tenant" && !i.shows(v) {
+	if name == "tenant" && !i.shows(r.Context(), v) {
 		writeError(w, http.StatusNotFound, name, fmt.Sprintf("tenant %q is not inspected here", v))
 		return "", false
 	}
 	return v, true
 }
 
-// shows reports whether the allow-list lets the inspector show a tenant.
-func (i *Inspector) shows(tenant string) bool { return i.allowed == nil || i.allowed[tenant] }
+// shows reports whether the allow-list and the call's token (ctx) let the inspector show a
+// tenant.
+func (i *Inspector) shows(ctx context.Context, tenant string) bool {
+	if s := scope(ctx); s != "" && s != tenant {
+		return false
+	}
+	return i.allowed == nil || i.allowed[tenant]
+}
 
-// tenants returns the tenants of the allow-list, sorted, or nil when every tenant is shown.
-func (i *Inspector) tenants() []string {
+// tenants returns the tenants the call may see, sorted, or nil when it may see every tenant.
+func (i *Inspector) tenants(ctx context.Context) []string {
+	if s := scope(ctx); s != "" {
+		if !i.shows(ctx, s) {
+			return []string{}
+		}
+		return []string{s}
+	}
 	if i.allowed == nil {
 		return nil
 	}

@@ -64,7 +64,7 @@ func sessionInfo(h session.Header) SessionInfo {
 func (i *Inspector) headers(ctx context.Context, tenant string) ([]session.Header, error) {
 	var out []session.Header
 	err := i.sessions.List(ctx, func(h session.Header) error {
-		if (tenant == "" || h.Tenant == tenant) && i.shows(h.Tenant) {
+		if (tenant == "" || h.Tenant == tenant) && i.shows(ctx, h.Tenant) {
 			out = append(out, h)
 		}
 		return nil
@@ -81,7 +81,7 @@ func (i *Inspector) handleTenants(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	byName := map[string]*TenantInfo{}
-	for _, t := range i.tenants() {
+	for _, t := range i.tenants(ctx) {
 		byName[t] = &TenantInfo{Tenant: t, Users: []string{}}
 	}
 	users := map[string]map[string]bool{}

@@ -1,6 +1,7 @@
 package inspector
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/agentmem/agentmem/pkg/memory"
@@ -16,7 +17,7 @@ func (i *Inspector) handleUsage(w http.ResponseWriter, r *http.Request) {
 		i.fail(w, r, "reading usage", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, i.filterUsage(rep))
+	writeJSON(w, http.StatusOK, i.filterUsage(r.Context(), rep))
 }
 
 func (i *Inspector) handleTenantUsage(w http.ResponseWriter, r *http.Request) {
@@ -34,14 +35,14 @@ func (i *Inspector) handleTenantUsage(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, rep)
 }
 
-// filterUsage keeps the tenants of the allow-list, with the total recomputed.
-func (i *Inspector) filterUsage(rep memory.UsageReport) memory.UsageReport {
-	if i.allowed == nil {
+// filterUsage keeps the tenants the call may see, with the total recomputed.
+func (i *Inspector) filterUsage(ctx context.Context, rep memory.UsageReport) memory.UsageReport {
+	if i.allowed == nil && scope(ctx) == "" {
 		return rep
 	}
 	out := memory.UsageReport{Tenants: []memory.TenantUsage{}}
 	for _, t := range rep.Tenants {
-		if i.shows(t.Tenant) {
+		if i.shows(ctx, t.Tenant) {
 			out.Tenants = append(out.Tenants, t)
 			out.Total = out.Total.Add(t.Usage)
 		}

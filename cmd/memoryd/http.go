@@ -29,7 +29,7 @@ type httpConfig struct {
 	InspectorKey string            // bearer token of the inspector's API, every tenant ("" : none)
 	// InspectorTenantKeys are bearer tokens of the inspector's API scoped to one tenant each.
 	InspectorTenantKeys map[string]string
-	Budget       memory.Budget     // ingest's: the inspector's gauge draws its pressure threshold
+	Budget              memory.Budget // ingest's: the inspector's gauge draws its pressure threshold
 	// MCPSessions and MCPSessionsPerTenant bound the open MCP sessions (gateway.Config).
 	MCPSessions, MCPSessionsPerTenant int
 }

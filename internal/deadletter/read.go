@@ -135,15 +135,12 @@ func (r *Reader) List(ctx context.Context, tenant, session string, limit int) ([
 		if hi-first+1 > window {
 			lo = hi - window + 1
 		}
-		// One get says whether the window holds any of the tenant's records at all.
+		// One get says whether the window holds any of the records asked for at all.
 		next, err := r.reader.Next(ctx, subject, lo)
 		if err != nil {
 			return nil, err
 		}
-		if next == nil {
-			break // none at or after lo, so none in the windows above either: done
-		}
-		if next.Sequence <= hi {
+		if next != nil && next.Sequence <= hi {
 			var batch []Letter
 			err := r.reader.Scan(ctx, subject, next.Sequence, hi, func(m *jetstream.RawStreamMsg) error {
 				batch = append(batch, decode(m))

@@ -56,6 +56,11 @@ type agentLine struct {
 		Field   string `json:"field"`
 		Message string `json:"message"`
 	} `json:"bad_request"`
+	RejectedAfter *struct {
+		Code    int    `json:"code"`
+		Field   string `json:"field"`
+		Message string `json:"message"`
+	} `json:"rejected_after"`
 }
 
 // TestTypeScriptAgent runs the TypeScript agent (official NATS client from npm) against a real
@@ -118,16 +123,22 @@ func TestTypeScriptAgent(t *testing.T) {
 		t.Fatalf("empty query: %+v, want a 400 service error on field query", got.BadRequest)
 	}
 
+	if ra := got.RejectedAfter; ra == nil || ra.Code != 400 || ra.Field != "after" ||
+		!strings.Contains(ra.Message, `turn "ts-bad-turn" of session "ts-s1-bad" was rejected: `) {
+		t.Fatalf("retrieve after a rejected turn: %+v, want a 400 on field after naming the rejection", ra)
+	}
+
 	// What the agent published is what a Go agent sees: 3 turns and the session end applied,
-	// nothing rejected, the retried publish stored once, the Chinese text and ce-time intact.
+	// only the turn without a user rejected, the retried publish stored once, the Chinese text
+	// and ce-time intact.
 	brokertest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
 		if n := d.Ingest().Stats().Applied; n < 4 {
 			return fmt.Errorf("%d of 4 turns applied", n)
 		}
 		return nil
 	})
-	if st := d.Ingest().Stats(); st.Applied != 4 || st.Rejected != 0 || st.Duplicates != 0 {
-		t.Fatalf("ingest stats %+v, want 4 applied (3 turns, 1 session end), none rejected or duplicate", st)
+	if st := d.Ingest().Stats(); st.Applied != 4 || st.Rejected != 1 || st.Duplicates != 0 {
+		t.Fatalf("ingest stats %+v, want 4 applied (3 turns, 1 session end), 1 rejected, no duplicate", st)
 	}
 	nc, err := nats.Connect(d.URL())
 	if err != nil {

@@ -1,6 +1,7 @@
 // Package deadletter writes dead-letter records: a message that was bad input or exhausted its
 // deliveries is copied, with the reason a person can act on, to memory.dlq.<tenant>.<session>
 // (memory.dlq._ when the subject could not be parsed), where the dead-letter stream keeps it.
+// Reader reads them back: one event id's record, or a tenant's newest records.
 package deadletter
 
 import (
@@ -109,6 +110,9 @@ func (w *Writer) Write(ctx context.Context, r Record) error {
 	msg.Data = body
 	msg.Header.Set("Content-Type", events.ContentTypeJSON)
 	msg.Header.Set("Agentmem-Reason", headerValue(r.Reason, 512))
+	if r.Class != "" {
+		msg.Header.Set(HeaderClass, headerValue(r.Class, 64))
+	}
 	if dl.Stream != "" && dl.StreamSeq != 0 {
 		msg.Header.Set(events.HeaderMsgID, "dlq."+dl.Stream+"."+strconv.FormatUint(dl.StreamSeq, 10))
 	} else if r.Key != "" {

@@ -11,6 +11,9 @@
 //	POST   /v1/tenants/{tenant}/events                  publish CloudEvents (202 once JetStream stored them)
 //	POST   /v1/tenants/{tenant}/retrieve                memory.retrieve.<tenant>, reply passed through
 //	GET    /v1/tenants/{tenant}/sessions/{session}      a session's short-term state
+//	GET    /v1/tenants/{tenant}/sessions/{session}/events/{id}
+//	                                                    an event's status: applied, pending or rejected
+//	GET    /v1/tenants/{tenant}/dead-letters            the tenant's dead letters, newest first
 //	GET    /v1/tenants/{tenant}/users/{user}/facts      a user's facts (?history=true: every version)
 //	DELETE /v1/tenants/{tenant}/users/{user}            memory.forget.<tenant>: forget the user
 //	POST|GET|DELETE /v1/tenants/{tenant}/users/{user}/sessions/{session}/mcp
@@ -39,6 +42,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/agentmem/agentmem/internal/deadletter"
 	"github.com/agentmem/agentmem/internal/integrity"
 	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/metrics"
@@ -151,6 +155,7 @@ type Gateway struct {
 	log    zerolog.Logger
 	tokens map[[sha256.Size]byte]string
 	mux    *http.ServeMux
+	dlq    *deadletter.Reader
 
 	mu       sync.Mutex
 	sessions *session.Store
@@ -178,6 +183,7 @@ func New(cfg Config, nc *nats.Conn, js jetstream.JetStream, topo events.Topology
 		log:    log.With().Str("component", "gateway").Logger(),
 		tokens: make(map[[sha256.Size]byte]string, len(cfg.Tokens)),
 		mux:    http.NewServeMux(),
+		dlq:    deadletter.NewReader(js, topo),
 	}
 	g.mcp.max, g.mcp.perTenant = cfg.MCPSessions, cfg.MCPSessionsPerTenant
 	// Tokens are looked up by their hash, so the lookup takes no time that depends on how much of
@@ -208,6 +214,8 @@ func (g *Gateway) routes() []Route {
 		{http.MethodPost, "/v1/tenants/{tenant}/events", g.tenant(g.postEvents)},
 		{http.MethodPost, "/v1/tenants/{tenant}/retrieve", g.tenant(g.postRetrieve)},
 		{http.MethodGet, "/v1/tenants/{tenant}/sessions/{session}", g.tenant(g.getSession)},
+		{http.MethodGet, "/v1/tenants/{tenant}/sessions/{session}/events/{id}", g.tenant(g.getEventStatus)},
+		{http.MethodGet, "/v1/tenants/{tenant}/dead-letters", g.tenant(g.getDeadLetters)},
 		{http.MethodGet, "/v1/tenants/{tenant}/users/{user}/facts", g.tenant(g.getFacts)},
 		{http.MethodDelete, "/v1/tenants/{tenant}/users/{user}", g.tenant(g.deleteUser)},
 		{http.MethodPost, mcpPattern, g.tenant(g.serveMCP)},

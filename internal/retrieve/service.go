@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmem/agentmem/internal/archive"
+	"github.com/agentmem/agentmem/internal/deadletter"
 	"github.com/agentmem/agentmem/internal/embedder"
 	"github.com/agentmem/agentmem/internal/integrity"
 	"github.com/agentmem/agentmem/internal/longterm"
@@ -50,6 +51,7 @@ type Service struct {
 	nc      *nats.Conn
 	store   *session.Store
 	reader  *archive.Reader
+	dlq     *deadletter.Reader
 	views   *viewCache
 	users   *userCache
 	long    *longterm.Store
@@ -99,6 +101,7 @@ func New(ctx context.Context, cfg Config, nc *nats.Conn, js jetstream.JetStream,
 		nc:      nc,
 		store:   store,
 		reader:  archive.NewReader(js, cfg.Topology.TurnsStream()),
+		dlq:     deadletter.NewReader(js, cfg.Topology),
 		views:   newViewCache(cfg.CachedSessions),
 		counter: counter,
 		log:     log.With().Str("component", "retriever").Logger(),
@@ -478,12 +481,14 @@ func (s *Service) refreshView(ctx context.Context, v *view, req events.RetrieveR
 			watcher = w
 		}
 	}
+	checked := -1 // the session's count of rejected messages when its dead letters were last read
 	for {
 		v.mu.Lock()
 		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		exists, err := v.refresh(rctx, s.store, s.reader)
 		cancel()
 		applied := req.After == "" || v.state.Seen(req.After)
+		rejected, key := v.state.Header.Rejected, v.state.Key
 		v.mu.Unlock()
 		if err != nil {
 			return false, &Error{Code: 500, Message: "reading session: " + err.Error()}
@@ -491,7 +496,17 @@ func (s *Service) refreshView(ctx context.Context, v *view, req events.RetrieveR
 		if applied {
 			return exists, nil
 		}
-		if watcher == nil || !time.Now().Before(deadline) {
+		// Not applied: perhaps never to be. The dead letters are read when the turn is first
+		// found missing, after ingest rejected another message of the session, and before
+		// giving up; never for a turn already applied.
+		expired := watcher == nil || !time.Now().Before(deadline)
+		if rejected != checked || expired {
+			checked = rejected
+			if rerr := s.rejectedAfter(ctx, key, req.After); rerr != nil {
+				return false, rerr
+			}
+		}
+		if expired {
 			return false, &Error{Code: 503, Field: "after", Message: fmt.Sprintf("turn %q of session %q is not applied yet (waited %d ms)", req.After, req.Session, req.WaitMS)}
 		}
 		timer := time.NewTimer(time.Until(deadline))
@@ -502,6 +517,23 @@ func (s *Service) refreshView(ctx context.Context, v *view, req events.RetrieveR
 		}
 		timer.Stop()
 	}
+}
+
+// rejectedAfter answers 400 when the turn after of the session was dead-lettered: it will never
+// be applied, so waiting for it is pointless. A failure to read the dead letters is logged and
+// leaves the request to wait as before.
+func (s *Service) rejectedAfter(ctx context.Context, key session.Key, after string) *Error {
+	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	l, err := s.dlq.Find(fctx, key.Tenant, key.Session, after)
+	if err != nil {
+		s.log.Debug().Err(err).Str("tenant", key.Tenant).Str("session", key.Session).Msg("reading dead letters for after")
+		return nil
+	}
+	if l == nil {
+		return nil
+	}
+	return &Error{Code: 400, Field: "after", Message: fmt.Sprintf("turn %q of session %q was rejected: %s", after, key.Session, l.Reason)}
 }
 
 func (s *Service) shortCandidates(ctx context.Context, v *view, query string, qv []float32, model, user, sessionID string, at time.Time, k int) []candidate {

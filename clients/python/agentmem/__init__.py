@@ -23,6 +23,7 @@ from .errors import (
     RateLimitError,
     ServerError,
     ServiceUnavailableError,
+    TurnRejectedError,
 )
 from .langchain import AgentmemChatMessageHistory, AgentmemMemory, Message
 from .models import (
@@ -37,6 +38,7 @@ from .models import (
     SessionEntry,
     Turn,
 )
+from .status import DeadLetter, EventStatus
 
 __version__ = "0.1.0"
 
@@ -51,7 +53,9 @@ __all__ = [
     "BadRequestError",
     "Client",
     "Context",
+    "DeadLetter",
     "Entry",
+    "EventStatus",
     "Fact",
     "GatewayTimeoutError",
     "Message",
@@ -69,6 +73,7 @@ __all__ = [
     "TYPE_SESSION_ENDED",
     "TYPE_TURN",
     "Turn",
+    "TurnRejectedError",
     "new_id",
     "parse_retry_after",
 ]

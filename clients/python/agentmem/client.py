@@ -28,6 +28,7 @@ from .models import (
     Turn,
     format_time,
 )
+from .status import DeadLetter, EventStatus
 
 __all__ = ["Client", "TYPE_TURN", "TYPE_SESSION_ENDED"]
 
@@ -216,7 +217,8 @@ class Client:
         long and archive; ``types`` FACT, SUMMARY, CONVERSATION and TOOL_RESULT; ``at`` the
         "now" of the query; ``context_tokens`` bounds the context (0: none). ``after`` (a turn
         id of ``session``) with ``wait_ms`` waits until that turn is applied (read your writes),
-        else :class:`~agentmem.errors.ServiceUnavailableError`. Invalid input raises
+        else :class:`~agentmem.errors.ServiceUnavailableError`; a turn ingest rejected raises
+        :class:`~agentmem.errors.TurnRejectedError` with the reason at once. Invalid input raises
         :class:`~agentmem.errors.BadRequestError` naming the field."""
         body: Dict[str, Any] = {"query": query}
         if session is not None:
@@ -303,6 +305,30 @@ class Client:
         An unknown session raises :class:`~agentmem.errors.NotFoundError`."""
         _check_token("session", session)
         return Session.from_json(self._request("GET", self._tenant_path("sessions", session)))
+
+    def event_status(self, session: str, id: str) -> EventStatus:
+        """Returns what became of the event ``id`` published to ``session``: applied, pending
+        (stored, not decided yet) or rejected (with the reason and its dead letter). An id
+        agentmem has no record of raises :class:`~agentmem.errors.NotFoundError`."""
+        _check_token("session", session)
+        if not id:
+            raise ValueError("agentmem: id must be a non-empty string")
+        return EventStatus.from_json(self._request("GET", self._tenant_path("sessions", session, "events", id)))
+
+    def dead_letters(self, *, session: Optional[str] = None, limit: Optional[int] = None) -> List[DeadLetter]:
+        """Returns the tenant's dead letters (events ingest refused for good), newest first:
+        of one ``session`` when given, at most ``limit`` (the server's default, 100, when
+        ``None``; up to 1000)."""
+        query: Dict[str, Any] = {}
+        if session is not None:
+            query["session"] = _check_token("session", session)
+        if limit is not None:
+            query["limit"] = limit
+        path = self._tenant_path("dead-letters")
+        if query:
+            path += "?" + urllib.parse.urlencode(query)
+        reply = self._request("GET", path)
+        return [DeadLetter.from_json(d) for d in reply.get("dead_letters") or []]
 
     def forget(self, user: str) -> Dict[str, int]:
         """Forgets everything of the user (facts with their history, summaries, short-term

@@ -68,6 +68,11 @@ class BadRequestError(AgentmemError):
     """400: invalid input; ``field`` says which."""
 
 
+class TurnRejectedError(BadRequestError):
+    """400 on ``after``: ingest rejected the turn a retrieve waits for, so it will never be
+    applied; ``detail`` carries the reason (``client.event_status`` gives the dead letter)."""
+
+
 class AuthenticationError(AgentmemError):
     """401: no bearer token, or an unknown one."""
 
@@ -126,6 +131,8 @@ _BY_STATUS: Dict[int, Type[AgentmemError]] = {
 def error_for(status: int, problem: Dict[str, Any], retry_after: Optional[float] = None) -> AgentmemError:
     """Returns the exception for an error response with the given status and (decoded) problem."""
     cls = _BY_STATUS.get(status, AgentmemError)
+    if status == 400 and problem.get("field") == "after" and "was rejected" in str(problem.get("detail") or ""):
+        cls = TurnRejectedError
     index = problem.get("index")
     return cls(
         str(problem.get("detail") or problem.get("title") or "HTTP %d" % status),

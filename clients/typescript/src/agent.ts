@@ -3,14 +3,16 @@
 // Environment: NATS_URL, TENANT, SESSION, USER. It publishes three turns (one in Chinese),
 // checks each PubAck (and that a retried publish is deduplicated), ends the session, retrieves
 // the Chinese turn with read-your-writes (after + wait_ms), sends an invalid request (empty
-// query) and expects a 400 service error. It prints one JSON line with what it found and exits
+// query) and expects a 400 service error; then publishes a turn ingest must reject (no user on a
+// new session) and expects a retrieve with that turn as `after` to fail at once with a
+// TurnRejectedError. It prints one JSON line with what it found and exits
 // 0, or prints {"ok":false,"error":…}, the reason on stderr, and exits 1.
 
-import { connect } from "@nats-io/transport-node";
+import { connect, headers } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
 
-import { endSession, publishTurn, retrieve, ServiceError } from "./agentmem.js";
+import { endSession, publishTurn, retrieve, ServiceError, TurnRejectedError } from "./agentmem.js";
 import type { Ack, Options, Turn } from "./agentmem.js";
 
 /** The whole run is bounded: a hung call fails the agent instead of hanging its caller. */
@@ -89,6 +91,26 @@ async function run(): Promise<Record<string, unknown>> {
     if (!badRequest) fail("a request with an empty query was answered, want a 400 service error");
     if (badRequest.code !== 400) fail(`empty query: service error ${badRequest.code}, want 400`);
 
+    // A first turn without a user (publishTurn would refuse it: published raw, as a careless
+    // agent would) is stored, then rejected by ingest; a retrieve waiting for it learns why.
+    const badSession = `${session}-bad`;
+    const badID = "ts-bad-turn";
+    const h = headers();
+    for (const [k, v] of Object.entries({ "ce-specversion": "1.0", "ce-id": badID, "ce-type": "agentmem.turn.v1",
+      "ce-source": "agent/typescript-example", "ce-time": new Date().toISOString(), "content-type": "application/json" })) {
+      h.set(k, v);
+    }
+    await js.publish(`memory.turns.${tenant}.${badSession}`, JSON.stringify({ role: "user", content: "no user here" }),
+      { headers: h, msgID: `${tenant}.${badSession}.${badID}`, timeout: 5000 });
+    let rejected: { code: number; field?: string; message: string } | undefined;
+    try {
+      await retrieve(nc, opts, { query: "anything", session: badSession, after: badID, wait_ms: 20000 });
+    } catch (err) {
+      if (!(err instanceof TurnRejectedError)) throw err;
+      rejected = { code: err.code, field: err.field, message: err.detail };
+    }
+    if (!rejected) fail(`a retrieve after the rejected turn ${badID} was answered, want a TurnRejectedError`);
+
     return {
       ok: true,
       tenant,
@@ -100,6 +122,7 @@ async function run(): Promise<Record<string, unknown>> {
       top: { id: top.id, type: top.type, source: top.source, content: top.content, timestamp: top.timestamp, score: top.score },
       entries: reply.entries.length,
       bad_request: badRequest,
+      rejected_after: rejected,
     };
   } finally {
     if (nc) await nc.drain().catch(() => nc?.close());

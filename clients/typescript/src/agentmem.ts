@@ -77,7 +77,7 @@ export interface RetrieveRequest {
   context_tokens?: number;
   /** A turn id of the session that must be applied before the reply (read-your-writes). */
   after?: string;
-  /** How long to wait for `after`, in milliseconds (at most 60000); then 503. */
+  /** How long to wait for `after`, in milliseconds (at most 60000); then 503 (a rejected turn: TurnRejectedError at once). */
   wait_ms?: number;
 }
 
@@ -117,6 +117,18 @@ export class ServiceError extends Error {
   }
 }
 
+/**
+ * The turn a retrieve waits for (`after`) was rejected by ingest (a 400 on field "after"): it
+ * will never be applied. `detail` carries the reason ("turn "t9" of session "s1" was rejected:
+ * …"); fix the turn and publish it again.
+ */
+export class TurnRejectedError extends ServiceError {
+  constructor(detail: string) {
+    super(400, detail, "after");
+    this.name = "TurnRejectedError";
+  }
+}
+
 /** Publishes a turn and resolves once JetStream stored it. Invalid input throws before sending. */
 export async function publishTurn(
   js: JetStreamClient,
@@ -145,8 +157,8 @@ export async function endSession(js: JetStreamClient, opts: Options, session: st
 
 /**
  * Asks the retriever. A service error rejects with a ServiceError (400 for a bad request, 503
- * when `after` was not applied within wait_ms, …); no retriever running rejects with an Error
- * that says so.
+ * when `after` was not applied within wait_ms, …), a TurnRejectedError when ingest rejected the
+ * turn `after`; no retriever running rejects with an Error that says so.
  */
 export async function retrieve(nc: NatsConnection, opts: Options, req: RetrieveRequest): Promise<RetrieveReply> {
   checkToken("tenant", opts.tenant);
@@ -176,6 +188,9 @@ export async function retrieve(nc: NatsConnection, opts: Options, req: RetrieveR
       }
     } catch {
       // The headers say enough.
+    }
+    if (Number(code) === 400 && field === "after" && message.includes("was rejected")) {
+      throw new TurnRejectedError(message);
     }
     throw new ServiceError(Number(code), message, field);
   }

@@ -496,11 +496,12 @@ func (s *Service) refreshView(ctx context.Context, v *view, req events.RetrieveR
 		if applied {
 			return exists, nil
 		}
-		// Not applied: perhaps never to be. The dead letters are read when the turn is first
-		// found missing, after ingest rejected another message of the session, and before
-		// giving up; never for a turn already applied.
+		// Not applied: perhaps never to be. The dead letters are read when the session has
+		// rejected messages (ingest counts them in its header) and their count moved since the
+		// last read, and before giving up; never for a turn already applied, nor while a
+		// session without rejections waits for its turn.
 		expired := watcher == nil || !time.Now().Before(deadline)
-		if rejected != checked || expired {
+		if (rejected != checked && rejected > 0) || expired {
 			checked = rejected
 			if rerr := s.rejectedAfter(ctx, key, req.After); rerr != nil {
 				return false, rerr

@@ -3,15 +3,22 @@
 // mode) and publishes them to the turns stream exactly as a NATS agent would, forwards retrieve
 // and forget requests to the agentmem services over request-reply and passes their replies
 // through, and reads a session's short-term state and a user's facts from the same buckets the
-// workers write. It decides nothing itself: validation is the wire contract's (package events),
-// memory is the workers'.
+// workers write. Ending a session publishes its end event as an agent would; correcting or
+// deleting a fact is a request to the forget service, as memctl and pkg/client make it. It
+// decides nothing itself: validation is the wire contract's (package events), memory is the
+// workers'.
 //
 // Routes (all under /v1/):
 //
 //	POST   /v1/tenants/{tenant}/events                  publish CloudEvents (202 once JetStream stored them)
 //	POST   /v1/tenants/{tenant}/retrieve                memory.retrieve.<tenant>, reply passed through
 //	GET    /v1/tenants/{tenant}/sessions/{session}      a session's short-term state
+//	POST   /v1/tenants/{tenant}/sessions/{session}/end  end the session now (its facts are extracted)
 //	GET    /v1/tenants/{tenant}/users/{user}/facts      a user's facts (?history=true: every version)
+//	GET    /v1/tenants/{tenant}/users/{user}/facts/{id} one fact, whatever its state
+//	PUT|PATCH /v1/tenants/{tenant}/users/{user}/facts/{id}
+//	                                                    correct it: a new fact supersedes it
+//	DELETE /v1/tenants/{tenant}/users/{user}/facts/{id} delete it (kept in the history)
 //	DELETE /v1/tenants/{tenant}/users/{user}            memory.forget.<tenant>: forget the user
 //	POST|GET|DELETE /v1/tenants/{tenant}/users/{user}/sessions/{session}/mcp
 //	                                                    MCP (streamable HTTP) on that user's session
@@ -194,6 +201,9 @@ func New(cfg Config, nc *nats.Conn, js jetstream.JetStream, topo events.Topology
 // mcpPattern is the streamable HTTP MCP endpoint of one user's session.
 const mcpPattern = "/v1/tenants/{tenant}/users/{user}/sessions/{session}/mcp"
 
+// factPattern is one fact of a user.
+const factPattern = "/v1/tenants/{tenant}/users/{user}/facts/{id}"
+
 // Route is one route of the API: an HTTP method and a net/http ServeMux path pattern.
 type Route struct {
 	Method  string
@@ -209,6 +219,11 @@ func (g *Gateway) routes() []Route {
 		{http.MethodPost, "/v1/tenants/{tenant}/retrieve", g.tenant(g.postRetrieve)},
 		{http.MethodGet, "/v1/tenants/{tenant}/sessions/{session}", g.tenant(g.getSession)},
 		{http.MethodGet, "/v1/tenants/{tenant}/users/{user}/facts", g.tenant(g.getFacts)},
+		{http.MethodPost, "/v1/tenants/{tenant}/sessions/{session}/end", g.tenant(g.postEnd)},
+		{http.MethodGet, factPattern, g.tenant(g.getFact)},
+		{http.MethodPut, factPattern, g.tenant(g.correctFact)},
+		{http.MethodPatch, factPattern, g.tenant(g.correctFact)},
+		{http.MethodDelete, factPattern, g.tenant(g.deleteFact)},
 		{http.MethodDelete, "/v1/tenants/{tenant}/users/{user}", g.tenant(g.deleteUser)},
 		{http.MethodPost, mcpPattern, g.tenant(g.serveMCP)},
 		{http.MethodGet, mcpPattern, g.tenant(g.serveMCP)},

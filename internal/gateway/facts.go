@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/agentmem/agentmem/internal/fact"
 	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/view"
 	"github.com/agentmem/agentmem/pkg/events"
@@ -96,6 +97,12 @@ func (g *Gateway) correctFact(w http.ResponseWriter, r *http.Request, tenant str
 	}
 	if strings.TrimSpace(in.Content) == "" {
 		writeProblem(w, r, problem(http.StatusBadRequest, "content", "content is required: the corrected fact"))
+		return
+	}
+	// The same content (after normalising) is the same fact id: the forget service would mark the
+	// fact superseded by itself, leaving no live fact.
+	if fact.ID(tenant, user, in.Content) == id {
+		writeProblem(w, r, problem(http.StatusBadRequest, "content", fmt.Sprintf("content states fact %q as it is: nothing to correct", id)))
 		return
 	}
 	reply, p := g.changeFact(r, tenant, events.ForgetRequest{User: user, FactID: id, Content: in.Content})

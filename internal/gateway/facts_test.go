@@ -265,6 +265,7 @@ func TestOneFact(t *testing.T) {
 		{"no content", "PUT", path, "application/json", `{}`, 400, "content"},
 		{"blank content", "PATCH", path, "", `{"content":"  "}`, 400, "content"},
 		{"another field", "PATCH", path, "", `{"content":"x","category":"identity"}`, 400, "category"},
+		{"the same content", "PUT", nantesPath, "", `{"content":"the user lives in  Nantes."}`, 400, "content"},
 		{"no body", "PUT", path, "", "", 400, "body"},
 		{"not JSON content", "PUT", path, "text/plain", `{"content":"x"}`, 415, "content-type"},
 	} {

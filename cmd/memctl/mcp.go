@@ -34,7 +34,7 @@ func mcpCommand(out io.Writer) *ffcli.Command {
 	var wait time.Duration
 	var logs *settings.Log
 	return newCommand("mcp", "--tenant T --user U --session S [--http ADDR]",
-		"serve the memory of one user as an MCP server (remember, recall, get_context, list_facts, forget_user)", c, out,
+		"serve the memory of one user as an MCP server (remember, recall, get_context, list_facts, end_session, forget_user)", c, out,
 		func(fs *flag.FlagSet) {
 			fs.StringVar(&user, "user", "", "the user whose memory the tools use (required; tools cannot name another)")
 			fs.StringVar(&session, "session", "", "the session remember writes to and recall searches first (required)")

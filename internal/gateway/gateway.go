@@ -3,8 +3,10 @@
 // mode) and publishes them to the turns stream exactly as a NATS agent would, forwards retrieve
 // and forget requests to the agentmem services over request-reply and passes their replies
 // through, and reads a session's short-term state and a user's facts from the same buckets the
-// workers write. It decides nothing itself: validation is the wire contract's (package events),
-// memory is the workers'.
+// workers write. Ending a session publishes its end event as an agent would; correcting or
+// deleting a fact is a request to the forget service, as memctl and pkg/client make it. It
+// decides nothing itself: validation is the wire contract's (package events), memory is the
+// workers'.
 //
 // Routes (all under /v1/):
 //
@@ -14,7 +16,12 @@
 //	GET    /v1/tenants/{tenant}/sessions/{session}/events/{id}
 //	                                                    an event's status: applied, pending or rejected
 //	GET    /v1/tenants/{tenant}/dead-letters            the tenant's dead letters, newest first
+//	POST   /v1/tenants/{tenant}/sessions/{session}/end  end the session now (its facts are extracted)
 //	GET    /v1/tenants/{tenant}/users/{user}/facts      a user's facts (?history=true: every version)
+//	GET    /v1/tenants/{tenant}/users/{user}/facts/{id} one fact, whatever its state
+//	PUT|PATCH /v1/tenants/{tenant}/users/{user}/facts/{id}
+//	                                                    correct it: a new fact supersedes it
+//	DELETE /v1/tenants/{tenant}/users/{user}/facts/{id} delete it (kept in the history)
 //	DELETE /v1/tenants/{tenant}/users/{user}            memory.forget.<tenant>: forget the user
 //	POST|GET|DELETE /v1/tenants/{tenant}/users/{user}/sessions/{session}/mcp
 //	                                                    MCP (streamable HTTP) on that user's session
@@ -200,6 +207,9 @@ func New(cfg Config, nc *nats.Conn, js jetstream.JetStream, topo events.Topology
 // mcpPattern is the streamable HTTP MCP endpoint of one user's session.
 const mcpPattern = "/v1/tenants/{tenant}/users/{user}/sessions/{session}/mcp"
 
+// factPattern is one fact of a user.
+const factPattern = "/v1/tenants/{tenant}/users/{user}/facts/{id}"
+
 // Route is one route of the API: an HTTP method and a net/http ServeMux path pattern.
 type Route struct {
 	Method  string
@@ -217,6 +227,11 @@ func (g *Gateway) routes() []Route {
 		{http.MethodGet, "/v1/tenants/{tenant}/sessions/{session}/events/{id}", g.tenant(g.getEventStatus)},
 		{http.MethodGet, "/v1/tenants/{tenant}/dead-letters", g.tenant(g.getDeadLetters)},
 		{http.MethodGet, "/v1/tenants/{tenant}/users/{user}/facts", g.tenant(g.getFacts)},
+		{http.MethodPost, "/v1/tenants/{tenant}/sessions/{session}/end", g.tenant(g.postEnd)},
+		{http.MethodGet, factPattern, g.tenant(g.getFact)},
+		{http.MethodPut, factPattern, g.tenant(g.correctFact)},
+		{http.MethodPatch, factPattern, g.tenant(g.correctFact)},
+		{http.MethodDelete, factPattern, g.tenant(g.deleteFact)},
 		{http.MethodDelete, "/v1/tenants/{tenant}/users/{user}", g.tenant(g.deleteUser)},
 		{http.MethodPost, mcpPattern, g.tenant(g.serveMCP)},
 		{http.MethodGet, mcpPattern, g.tenant(g.serveMCP)},

@@ -67,6 +67,17 @@ func (g *Gateway) deleteUser(w http.ResponseWriter, r *http.Request, tenant stri
 // request sends body to a service subject and writes its reply: 200 with the body as it is, or
 // the service error as a problem with the service's code as its status.
 func (g *Gateway) request(w http.ResponseWriter, r *http.Request, subject string, body []byte, extra time.Duration, service string) {
+	msg, p := g.call(r, subject, body, extra, service)
+	if p != nil {
+		writeProblem(w, r, p)
+		return
+	}
+	writeRaw(w, http.StatusOK, msg.Data)
+}
+
+// call sends body to a service subject and returns its reply, or a problem: the failed request,
+// or the service error with the service's code as its status.
+func (g *Gateway) call(r *http.Request, subject string, body []byte, extra time.Duration, service string) (*nats.Msg, *Problem) {
 	ctx, cancel := context.WithTimeout(r.Context(), g.deadline(extra))
 	defer cancel()
 	req := nats.NewMsg(subject)
@@ -79,14 +90,12 @@ func (g *Gateway) request(w http.ResponseWriter, r *http.Request, subject string
 	}
 	msg, err := g.nc.RequestMsgWithContext(ctx, req)
 	if err != nil {
-		writeProblem(w, r, g.requestProblem(err, subject, service, extra))
-		return
+		return nil, g.requestProblem(err, subject, service, extra)
 	}
 	if se := client.ServiceErrorOf(msg); se != nil {
-		writeProblem(w, r, serviceProblem(se, msg))
-		return
+		return nil, serviceProblem(se, msg)
 	}
-	writeRaw(w, http.StatusOK, msg.Data)
+	return msg, nil
 }
 
 // serviceProblem turns a NATS service error into a problem: the status is the service's code

@@ -1,5 +1,7 @@
 // Package mcpserver exposes agentmem to any MCP client (Claude Desktop, Cursor, an agent
-// framework) as five tools: remember, recall, get_context, list_facts and forget_user. It is a
+// framework) as six tools: remember, recall, get_context, list_facts, end_session and
+// forget_user. end_session ends the server's session, so its facts reach the user's other
+// sessions now rather than after the idle time. It is a
 // thin adapter over the v1 NATS contract (pkg/client for turns and retrieval, request-reply on
 // memory.forget.<tenant>); only list_facts reads the long-term bucket directly, because the
 // contract has no request for it.
@@ -149,7 +151,8 @@ func New(cfg Config, cl *client.Client, nc *nats.Conn, js jetstream.JetStream, t
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: cfg.Name, Title: "agentmem memory", Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: fmt.Sprintf("Long-term memory of user %q (agentmem). Call remember with what is worth keeping, "+
 			"recall or get_context before answering questions that may depend on earlier conversations, "+
-			"list_facts for what is known about the user. The user and session are fixed by the server.", cfg.User),
+			"list_facts for what is known about the user, end_session when the conversation is over so that what was said "+
+			"is known in the user's other sessions now. The user and session are fixed by the server.", cfg.User),
 		Logger: slog.New(zerolog.NewSlogHandler(s.log.With().Str("component", "mcp-sdk").Logger())),
 	})
 	s.register()

@@ -138,7 +138,7 @@ func ids(out mcpserver.RecallOutput) []string {
 	return s
 }
 
-// checkToolList checks that the five tools are listed with schemas that name none of tenant,
+// checkToolList checks that the six tools are listed with schemas that name none of tenant,
 // user or session and allow no other properties.
 func checkToolList(t *testing.T, cs *mcp.ClientSession) {
 	t.Helper()
@@ -147,7 +147,7 @@ func checkToolList(t *testing.T, cs *mcp.ClientSession) {
 		t.Fatal(err)
 	}
 	required := map[string][]string{
-		"remember": {"content"}, "recall": {"query"}, "get_context": {"query"}, "list_facts": nil, "forget_user": nil,
+		"remember": {"content"}, "recall": {"query"}, "get_context": {"query"}, "list_facts": nil, "forget_user": nil, "end_session": nil,
 	}
 	props := map[string][]string{
 		"remember":    {"content", "role", "tool"},
@@ -155,6 +155,7 @@ func checkToolList(t *testing.T, cs *mcp.ClientSession) {
 		"get_context": {"query", "tokens"},
 		"list_facts":  {"history"},
 		"forget_user": {"confirm"},
+		"end_session": nil,
 	}
 	var names []string
 	for _, tool := range res.Tools {
@@ -196,7 +197,7 @@ func checkToolList(t *testing.T, cs *mcp.ClientSession) {
 		}
 	}
 	slices.Sort(names)
-	if want := []string{"forget_user", "get_context", "list_facts", "recall", "remember"}; !slices.Equal(names, want) {
+	if want := []string{"end_session", "forget_user", "get_context", "list_facts", "recall", "remember"}; !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
 	}
 	for _, tool := range res.Tools {
@@ -271,8 +272,8 @@ func TestEveryToolEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = stop() }()
-	if _, err := cl.EndSession(context.Background(), "s1", "alice"); err != nil {
-		t.Fatal(err)
+	if end := callOK[mcpserver.EndSessionOutput](t, cs, "end_session", nil); !end.Ended || end.ID == "" {
+		t.Fatalf("end_session: %+v", end)
 	}
 	select {
 	case content := <-added:
@@ -343,6 +344,7 @@ func TestToolsCannotReachAnotherTenantOrUser(t *testing.T) {
 		{"get_context", map[string]any{"query": "locker code", "session": "s2"}},
 		{"list_facts", map[string]any{"user": "bob"}},
 		{"forget_user", map[string]any{"confirm": true, "user": "bob", "tenant": "other"}},
+		{"end_session", map[string]any{"session": "s2"}},
 	} {
 		msg := callErr(t, alice, tc.tool, tc.args)
 		if !strings.Contains(msg, "validating") {
@@ -421,6 +423,7 @@ func TestUnavailableServiceIsAToolError(t *testing.T) {
 		{"get_context", map[string]any{"query": "hello"}},
 		{"list_facts", nil},
 		{"forget_user", map[string]any{"confirm": true}},
+		{"end_session", nil},
 	} {
 		msg := callErr(t, cs, tc.tool, tc.args)
 		if !strings.Contains(msg, "unavailable") || !strings.HasPrefix(msg, tc.tool+":") {
@@ -449,5 +452,33 @@ func TestNewValidatesConfig(t *testing.T) {
 	}
 	if _, err := mcpserver.New(mcpserver.Config{Tenant: "t", User: "u", Session: "s"}, nil, nil, nil, events.Topology{}, zerolog.Nop()); err == nil {
 		t.Error("a nil connection was accepted")
+	}
+}
+
+// TestEndSessionSharesFactsWithOtherSessions: what one MCP client told agentmem reaches another
+// session of the same user once the first calls end_session (the daemon has no idle end here, so
+// nothing else would end it).
+func TestEndSessionSharesFactsWithOtherSessions(t *testing.T) {
+	_, nc := startDaemon(t)
+	first := connect(t, newServer(t, nc, "acme", "alice", "s1"))
+	second := connect(t, newServer(t, nc, "acme", "alice", "s2"))
+
+	said := callOK[mcpserver.RememberOutput](t, first, "remember", map[string]any{"content": "I live in Paris."})
+	callOK[mcpserver.EndSessionOutput](t, first, "end_session", nil)
+
+	var fact mcpserver.Fact
+	brokertest.CheckFor(t, 30*time.Second, 50*time.Millisecond, func() error {
+		out := callOK[mcpserver.ListFactsOutput](t, second, "list_facts", nil)
+		for _, f := range out.Facts {
+			if strings.Contains(f.Content, "Paris") {
+				fact = f
+				return nil
+			}
+		}
+		return fmt.Errorf("the other session lists %+v", out.Facts)
+	})
+	got := callOK[mcpserver.RecallOutput](t, second, "recall", map[string]any{"query": "where does the user live? Paris", "sources": []string{"long"}})
+	if !slices.Contains(ids(got), fact.ID) {
+		t.Fatalf("the other session recalls %+v, not fact %s (stated by turn %s)", got.Entries, fact.ID, said.ID)
 	}
 }

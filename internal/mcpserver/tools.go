@@ -22,6 +22,7 @@ const (
 	ToolGetContext = "get_context"
 	ToolListFacts  = "list_facts"
 	ToolForgetUser = "forget_user"
+	ToolEndSession = "end_session"
 )
 
 // RememberInput is the input of remember.
@@ -96,6 +97,15 @@ type Fact struct {
 type ListFactsOutput struct {
 	Facts []Fact `json:"facts" jsonschema:"the user's facts, oldest first"`
 	Total int    `json:"total" jsonschema:"how many facts there are"`
+}
+
+// EndSessionInput is the input of end_session: none.
+type EndSessionInput struct{}
+
+// EndSessionOutput is the result of end_session.
+type EndSessionOutput struct {
+	ID    string `json:"id" jsonschema:"the id of the stored session end event"`
+	Ended bool   `json:"ended" jsonschema:"true: agentmem stored the session end; the facts of this conversation are being extracted"`
 }
 
 // ForgetInput is the input of forget_user.
@@ -174,6 +184,16 @@ func (s *Server) register() {
 		InputSchema: inputSchema[ListFactsInput](nil),
 		Annotations: readOnly,
 	}, s.listFacts)
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:  ToolEndSession,
+		Title: "End the session",
+		Description: "End this conversation's session now: agentmem extracts the facts of this conversation at once " +
+			"and makes them available to the user's other sessions and MCP clients now, rather than after the " +
+			"session has been idle for a while. Call it when the conversation is over, or when the user said " +
+			"something other sessions should know. A later remember reopens the session.",
+		InputSchema: inputSchema[EndSessionInput](nil),
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: new(false), IdempotentHint: true, OpenWorldHint: new(false)},
+	}, s.endSession)
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name:  ToolForgetUser,
 		Title: "Forget the user",
@@ -274,6 +294,17 @@ func (s *Server) listFacts(ctx context.Context, _ *mcp.CallToolRequest, in ListF
 			ValidFrom: f.ValidFrom, ValidTo: f.ValidTo, SupersededBy: f.SupersededBy, Confidence: f.Confidence})
 	}
 	return nil, out, nil
+}
+
+// endSession publishes the end of the configured session for the configured user, as
+// client.EndSession does for any agent.
+func (s *Server) endSession(ctx context.Context, _ *mcp.CallToolRequest, _ EndSessionInput) (*mcp.CallToolResult, EndSessionOutput, error) {
+	ack, err := s.cl.EndSession(ctx, s.cfg.Session, s.cfg.User)
+	if err != nil {
+		return nil, EndSessionOutput{}, s.toolError(ToolEndSession, "the turns stream", "memory.turns."+s.cfg.Tenant+"."+s.cfg.Session, err)
+	}
+	s.log.Info().Str("tool", ToolEndSession).Str("event_id", ack.ID).Uint64("stream_seq", ack.Sequence).Msg("session ended")
+	return nil, EndSessionOutput{ID: ack.ID, Ended: true}, nil
 }
 
 func (s *Server) forgetUser(ctx context.Context, _ *mcp.CallToolRequest, in ForgetInput) (*mcp.CallToolResult, ForgetOutput, error) {

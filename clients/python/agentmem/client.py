@@ -145,9 +145,21 @@ class Client:
         id: Optional[str] = None,
         time: Optional[TimeLike] = None,
     ) -> Ack:
-        """Ends a session: the extractor then stores the facts it finds in it (they appear a
-        moment later; see :meth:`wait_for_fact`). A turn published after it reopens the
-        session."""
+        """Ends a session now: the extractor then stores the facts it finds in it, for every
+        other session of the user (they appear a moment later; see :meth:`wait_for_fact`). A
+        turn published after it reopens the session.
+
+        Without ``id`` and ``time`` it asks the gateway to end the session
+        (``POST .../sessions/{session}/end``): ``user`` defaults to the session's owner, and a
+        session whose turns are not applied yet needs ``user`` (else
+        :class:`~agentmem.errors.NotFoundError`). With ``id`` or ``time`` it publishes the end
+        event itself, with that id (stored once however often it is retried) and time."""
+        if id is None and time is None:
+            _check_token("session", session)
+            body = {"user": user} if user else None
+            reply = self._request("POST", self._tenant_path("sessions", session, "end"), body=body,
+                                  content_type="application/json" if body else None)
+            return Ack.from_json(reply)
         event = self._event(SessionEnd(session=session, user=user, id=id, time=time))
         reply = self._request("POST", self._tenant_path("events"), body=event,
                               content_type=CONTENT_TYPE_STRUCTURED)
@@ -276,6 +288,32 @@ class Client:
             path += "?history=true"
         reply = self._request("GET", path)
         return [Fact.from_json(f) for f in reply.get("facts") or []]
+
+    def get_fact(self, user: str, fact_id: str) -> Fact:
+        """Returns one fact of the user, whatever its state (live, superseded with
+        ``superseded_by``, or deleted). An unknown id raises
+        :class:`~agentmem.errors.NotFoundError` (field ``id``)."""
+        return Fact.from_json(self._request("GET", self._fact_path(user, fact_id)))
+
+    def correct_fact(self, user: str, fact_id: str, content: str) -> Fact:
+        """Corrects one fact of the user and returns the correcting fact: a new fact with
+        ``content`` (same category and key) supersedes the old one, which stays in the history.
+        An unknown id raises :class:`~agentmem.errors.NotFoundError`, empty content
+        :class:`~agentmem.errors.BadRequestError` (field ``content``)."""
+        reply = self._request("PUT", self._fact_path(user, fact_id), body={"content": content},
+                              content_type="application/json")
+        return Fact.from_json(reply)
+
+    def delete_fact(self, user: str, fact_id: str) -> Fact:
+        """Deletes one fact of the user and returns it (state deleted): it leaves the live
+        facts and stays in the history. Deleting it again changes nothing. An unknown id
+        raises :class:`~agentmem.errors.NotFoundError`."""
+        return Fact.from_json(self._request("DELETE", self._fact_path(user, fact_id)))
+
+    def _fact_path(self, user: str, fact_id: str) -> str:
+        _check_token("user", user)
+        _check_token("fact_id", fact_id)
+        return self._tenant_path("users", user, "facts", fact_id)
 
     def wait_for_fact(
         self,

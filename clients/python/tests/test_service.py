@@ -136,6 +136,33 @@ class FactsTest(unittest.TestCase):
 
         self.assertEqual(eventually(gone).field, "session")
 
+    def test_end_session_then_get_correct_delete_one_fact(self) -> None:
+        user, session = unique("u"), unique("s")
+        said = self.mem.publish(session, "user", "I live in Paris.", user=user)
+        self.mem.retrieve("Paris", session=session, after=said.id, wait_ms=15000)  # applied
+        end = self.mem.end_session(session)  # the user is the session's owner
+        self.assertTrue(end.id)
+        self.assertEqual(end.session, session)
+
+        paris = self.mem.wait_for_fact(user, "Paris")
+        self.assertEqual(self.mem.get_fact(user, paris.id), paris)
+        lyon = self.mem.correct_fact(user, paris.id, "The user lives in Lyon")
+        self.assertEqual((lyon.content, lyon.state, lyon.key), ("The user lives in Lyon", "live", paris.key))
+        old = self.mem.get_fact(user, paris.id)
+        self.assertEqual((old.state, old.superseded_by), ("superseded", lyon.id))
+        self.assertEqual(self.mem.delete_fact(user, lyon.id).state, "deleted")
+        self.assertEqual(self.mem.facts(user), [])
+
+        with self.assertRaises(agentmem.NotFoundError) as cm:
+            self.mem.get_fact(user, "nope")
+        self.assertEqual(cm.exception.field, "id")
+        with self.assertRaises(agentmem.NotFoundError) as cm:
+            self.mem.end_session(unique("nope"))
+        self.assertEqual(cm.exception.field, "session")
+        if OTHER_TOKEN:
+            with self.assertRaises(agentmem.PermissionDeniedError):
+                client(token=OTHER_TOKEN).delete_fact(user, paris.id)
+
     def test_unknown_user_has_no_facts(self) -> None:
         self.assertEqual(self.mem.facts(unique("nobody")), [])
 

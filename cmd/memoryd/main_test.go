@@ -1,15 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"net/http"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentmem/agentmem/cmd/internal/settings"
 	"github.com/agentmem/agentmem/internal/broker/brokertest"
+	"github.com/agentmem/agentmem/internal/version"
 )
 
 // A second memoryd fails at once, naming what is taken: the data directory (with the holder's
@@ -62,5 +66,20 @@ func TestSecondMemorydSaysWhatIsTaken(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// memoryd --version prints the version line on standard output and starts nothing.
+func TestVersion(t *testing.T) {
+	old := version.Version
+	t.Cleanup(func() { version.Version = old })
+	version.Version = "v1.2.3"
+	err := run(context.Background(), []string{"--version", "--data", filepath.Join(t.TempDir(), "data")})
+	var stdout, stderr bytes.Buffer
+	if code := settings.Report(&stdout, &stderr, "memoryd", err); code != 0 || stderr.Len() != 0 {
+		t.Fatalf("memoryd --version: status %d, %q on stderr (%v)", code, stderr.String(), err)
+	}
+	if !strings.HasPrefix(stdout.String(), "memoryd v1.2.3 (") || !strings.HasSuffix(stdout.String(), runtime.Version()+")\n") {
+		t.Fatalf("memoryd --version printed %q", stdout.String())
 	}
 }

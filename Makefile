@@ -7,8 +7,13 @@ BENCHTIME ?= 1s
 
 .PHONY: build run test chaos lint bench eval wordvec clean
 
-build: ## compile every command into ./bin
-	$(GO) build -o bin/ ./cmd/...
+# The release every command's --version prints (package internal/version); without git, the
+# go command's own build information (module version, VCS revision) is all there is.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+LDFLAGS := $(if $(VERSION),-X github.com/agentmem/agentmem/internal/version.Version=$(VERSION))
+
+build: ## compile every command into ./bin, stamped with $(VERSION)
+	$(GO) build -ldflags '$(LDFLAGS)' -o bin/ ./cmd/...
 
 run: build ## run memoryd: embedded NATS + every worker, data in $(DATA); HTTP=127.0.0.1:8080 adds the HTTP API and inspector
 	./bin/memoryd --listen $(LISTEN) --data $(DATA) $(if $(HTTP),--http $(HTTP))

@@ -7,7 +7,6 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"os"
 
 	"github.com/agentmem/agentmem/cmd/internal/settings"
@@ -20,8 +19,7 @@ func main() {
 	ctx, stop := settings.SignalContext()
 	defer stop()
 	if err := run(ctx, os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "compressor:", err)
-		os.Exit(1)
+		os.Exit(settings.Report(os.Stdout, os.Stderr, "compressor", err))
 	}
 }
 

@@ -21,8 +21,7 @@ func main() {
 	ctx, stop := settings.SignalContext()
 	defer stop()
 	if err := run(ctx, os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "ingest:", err)
-		os.Exit(1)
+		os.Exit(settings.Report(os.Stdout, os.Stderr, "ingest", err))
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/agentmem/agentmem/cmd/internal/settings"
+	"github.com/agentmem/agentmem/internal/version"
 )
 
 func main() {
@@ -166,6 +167,8 @@ func commandUsage(c *ffcli.Command) string {
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
+	rootFlags := flag.NewFlagSet("memctl", flag.ContinueOnError)
+	showVersion := rootFlags.Bool("version", false, "print the version and exit")
 	root := &ffcli.Command{
 		Name:       "memctl",
 		ShortUsage: "memctl <command> [flags]",
@@ -187,9 +190,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			statsCommand(out),
 			reembedCommand(out),
 		},
-		FlagSet:   flag.NewFlagSet("memctl", flag.ContinueOnError),
+		FlagSet:   rootFlags,
 		UsageFunc: rootUsage,
 		Exec: func(_ context.Context, args []string) error {
+			if *showVersion {
+				fmt.Fprintln(out, version.String("memctl"))
+				return nil
+			}
 			if len(args) > 0 {
 				return usageError{fmt.Sprintf("unknown command %q (memctl --help lists the commands)", args[0])}
 			}

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"runtime/debug"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -70,7 +69,7 @@ func mcpCommand(out io.Writer) *ffcli.Command {
 				return err
 			}
 			srv, err := mcpserver.New(mcpserver.Config{
-				Tenant: c.tenant, User: user, Session: session, ContextTokens: ctxTokens, Wait: wait, Version: version(),
+				Tenant: c.tenant, User: user, Session: session, ContextTokens: ctxTokens, Wait: wait,
 			}, nil, nc, js, c.topo.Events(), log)
 			if err != nil {
 				return err
@@ -134,12 +133,4 @@ func guard(next http.Handler, token string, log zerolog.Logger) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// version is the module version memctl was built from ("dev" for a work tree build).
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return mcpserver.DefaultVersion
 }

@@ -40,12 +40,8 @@ func main() {
 	defer stop()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	if errors.Is(err, flag.ErrHelp) {
-		return
-	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "memeval:", err)
-		os.Exit(1)
+		os.Exit(settings.Report(os.Stdout, os.Stderr, "memeval", err))
 	}
 }
 

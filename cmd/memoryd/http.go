@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -51,13 +52,34 @@ func (c httpConfig) validate() error {
 	return nil
 }
 
-// serveHTTP starts memoryd's HTTP server in the background until ctx ends: the HTTP API and
+// listenHTTP takes --http's address (nil for none), so that memoryd fails at once, naming it,
+// when another process listens there.
+func listenHTTP(addr string) (net.Listener, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	l, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("--http: %s is already in use by another process (another memoryd?)", addr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--http: %w", err)
+	}
+	return l, nil
+}
+
+// serveHTTP serves memoryd's HTTP server on l in the background until ctx ends: the HTTP API and
 // MCP endpoints (package gateway) under /v1/, the memory inspector under /inspector/, the
-// health endpoints and /metrics.
-func serveHTTP(ctx context.Context, cfg httpConfig, dm *daemon.Daemon, m *metrics.Metrics, log zerolog.Logger) error {
-	if cfg.Addr == "" {
+// health endpoints and /metrics. It closes l when it fails.
+func serveHTTP(ctx context.Context, cfg httpConfig, l net.Listener, dm *daemon.Daemon, m *metrics.Metrics, log zerolog.Logger) (err error) {
+	if l == nil {
 		return nil
 	}
+	defer func() {
+		if err != nil {
+			_ = l.Close()
+		}
+	}()
 	js, err := jetstream.New(dm.Conn())
 	if err != nil {
 		return err
@@ -81,10 +103,6 @@ func serveHTTP(ctx context.Context, cfg httpConfig, dm *daemon.Daemon, m *metric
 	hs.Handle("/v1/", bodyDeadline(gw.Handler(), gateway.DefaultReadTimeout))
 	hs.Handle("/inspector/", http.StripPrefix("/inspector", ins.Handler()))
 	hs.Handle("GET /{$}", http.RedirectHandler("/inspector/", http.StatusFound))
-	l, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return err
-	}
 	// No server-wide read or write timeout: the inspector's live feed and MCP's event streams
 	// stay open. Request bodies of the API get their own deadline (bodyDeadline), NATS work its
 	// own (gateway.Config.Timeout).

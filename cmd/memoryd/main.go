@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/agentmem/agentmem/internal/broker"
 	"github.com/agentmem/agentmem/internal/compress"
 	"github.com/agentmem/agentmem/internal/daemon"
+	"github.com/agentmem/agentmem/internal/datadir"
 	"github.com/agentmem/agentmem/internal/extract"
 	"github.com/agentmem/agentmem/internal/gateway"
 	"github.com/agentmem/agentmem/internal/ingest"
@@ -29,8 +31,7 @@ func main() {
 	ctx, stop := settings.SignalContext()
 	defer stop()
 	if err := run(ctx, os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "memoryd:", err)
-		os.Exit(1)
+		os.Exit(settings.Report(os.Stdout, os.Stderr, "memoryd", err))
 	}
 }
 
@@ -161,8 +162,23 @@ func run(ctx context.Context, args []string) error {
 	} else if *httpAddr != "" {
 		log.Warn().Msg("no --http-tokens: the HTTP API has no authentication, any caller acts for any tenant")
 	}
+	// The HTTP address is taken before the data directory is touched: a second memoryd fails
+	// at once, on the first address it finds taken.
+	hl, err := listenHTTP(*httpAddr)
+	if err != nil {
+		return err
+	}
 	dm, err := daemon.Start(ctx, cfg, log)
 	if err != nil {
+		if hl != nil {
+			_ = hl.Close()
+		}
+		switch {
+		case errors.Is(err, datadir.ErrLocked):
+			return fmt.Errorf("--data: %w", err)
+		case errors.Is(err, broker.ErrAddrInUse):
+			return fmt.Errorf("--listen: %w", err)
+		}
 		return err
 	}
 	hup := make(chan os.Signal, 1)
@@ -179,7 +195,7 @@ func run(ctx context.Context, args []string) error {
 	}()
 	settings.ServeHealth(ctx, *healthAddr, dm.Conn(), m, log)
 	settings.ServeMetrics(ctx, *metricsAddr, m, log)
-	if err := serveHTTP(ctx, hc, dm, m, log); err != nil {
+	if err := serveHTTP(ctx, hc, hl, dm, m, log); err != nil {
 		_ = dm.Stop()
 		return fmt.Errorf("--http: %w", err)
 	}

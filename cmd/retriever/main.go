@@ -19,8 +19,7 @@ func main() {
 	ctx, stop := settings.SignalContext()
 	defer stop()
 	if err := run(ctx, os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "retriever:", err)
-		os.Exit(1)
+		os.Exit(settings.Report(os.Stdout, os.Stderr, "retriever", err))
 	}
 }
 

@@ -8,10 +8,13 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/rs/zerolog"
+
+	"github.com/agentmem/agentmem/internal/datadir"
 )
 
 // Config configures an embedded server.
@@ -35,30 +38,56 @@ type Config struct {
 
 // Broker is a running embedded NATS server.
 type Broker struct {
-	srv *server.Server
-	cfg Config
+	srv  *server.Server
+	cfg  Config
+	lock *datadir.Lock
 }
 
-// Start starts an embedded server with JetStream and waits until it accepts connections. It fails
-// when the address is taken, the data directory is unusable or the server does not come up in time.
+// ErrAddrInUse is wrapped by Start's error when another process listens on the client address.
+var ErrAddrInUse = errors.New("broker: address in use")
+
+// Start starts an embedded server with JetStream and waits until it accepts connections. It
+// holds the data directory's lock (package datadir) until Shutdown. It fails at once when another
+// process holds the data directory (an error wrapping datadir.ErrLocked), when the address is
+// taken (ErrAddrInUse) or when the server reports a fatal error while starting, and it fails when
+// the server does not come up in time.
 func Start(cfg Config, log zerolog.Logger) (*Broker, error) {
 	opts, err := options(cfg)
 	if err != nil {
+		return nil, err
+	}
+	lock, err := datadir.Acquire(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	b, err := start(cfg, opts, log)
+	if err != nil {
+		_ = lock.Release()
+		return nil, err
+	}
+	b.lock = lock
+	return b, nil
+}
+
+func start(cfg Config, opts *server.Options, log zerolog.Logger) (*Broker, error) {
+	if err := probe(opts.Host, opts.Port); err != nil {
 		return nil, err
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("creating nats server: %w", err)
 	}
-	srv.SetLoggerV2(&logAdapter{log: log.With().Str("component", "nats-server").Logger()}, cfg.Debug, false, false)
+	fatal := make(chan string, 1)
+	srv.SetLoggerV2(&logAdapter{log: log.With().Str("component", "nats-server").Logger(), fatal: fatal}, cfg.Debug, false, false)
 	go srv.Start()
 	wait := cfg.ReadyTimeout
 	if wait <= 0 {
 		wait = 10 * time.Second
 	}
-	if !srv.ReadyForConnections(wait) {
+	if err := ready(srv, wait, fatal); err != nil {
 		srv.Shutdown()
-		return nil, fmt.Errorf("nats server on %s not ready after %s", cfg.Listen, wait)
+		srv.WaitForShutdown()
+		return nil, fmt.Errorf("nats server on %s: %w", cfg.Listen, err)
 	}
 	// Later reloads must see the port the server took.
 	if cfg.Listen == "" || strings.HasSuffix(cfg.Listen, ":-1") || strings.HasSuffix(cfg.Listen, ":0") {
@@ -67,6 +96,50 @@ func Start(cfg Config, log zerolog.Logger) (*Broker, error) {
 		}
 	}
 	return &Broker{srv: srv, cfg: cfg}, nil
+}
+
+// probe fails with ErrAddrInUse when host:port is taken, so that a second server on the same
+// address fails at once instead of after ReadyTimeout. A free port (0 or -1) needs no probe.
+// Between the probe and the server's own listen another process may still take the address:
+// the server's listen failure is then a fatal error that ready reports.
+func probe(host string, port int) error {
+	if port <= 0 {
+		return nil
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("%w: %s is taken by another process (another memoryd or nats-server?)", ErrAddrInUse, addr)
+		}
+		return fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	return l.Close()
+}
+
+// ready waits until srv accepts connections, a fatal error of the server's (its listen failed,
+// JetStream did not start) or the end of wait, whichever comes first.
+func ready(srv *server.Server, wait time.Duration, fatal <-chan string) error {
+	deadline := time.Now().Add(wait)
+	for {
+		// Start reports its fatal errors before it accepts connections; check them first.
+		select {
+		case msg := <-fatal:
+			return errors.New(msg)
+		default:
+		}
+		if srv.ReadyForConnections(50 * time.Millisecond) {
+			select {
+			case msg := <-fatal:
+				return errors.New(msg)
+			default:
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not ready after %s", wait)
+		}
+	}
 }
 
 // options builds the server options: the configuration file's, with cfg's fields on top.
@@ -135,17 +208,35 @@ func (b *Broker) ClientURL() string { return b.srv.ClientURL() }
 // Server exposes the embedded server (for monitoring and tests).
 func (b *Broker) Server() *server.Server { return b.srv }
 
-// Shutdown stops the server and waits until it is down. Clients should be closed first.
+// Shutdown stops the server, waits until it is down and releases the data directory. Clients
+// should be closed first.
 func (b *Broker) Shutdown() {
 	b.srv.Shutdown()
 	b.srv.WaitForShutdown()
+	if b.lock != nil {
+		_ = b.lock.Release()
+	}
 }
 
-type logAdapter struct{ log zerolog.Logger }
+// logAdapter logs the server's messages; a fatal one (the server would exit, were it not
+// embedded) also goes to fatal while there is room, for Start to fail with.
+type logAdapter struct {
+	log   zerolog.Logger
+	fatal chan<- string
+}
 
 func (l *logAdapter) Noticef(format string, v ...any) { l.log.Info().Msgf(format, v...) }
 func (l *logAdapter) Warnf(format string, v ...any)   { l.log.Warn().Msgf(format, v...) }
-func (l *logAdapter) Fatalf(format string, v ...any)  { l.log.Error().Msgf(format, v...) }
-func (l *logAdapter) Errorf(format string, v ...any)  { l.log.Error().Msgf(format, v...) }
-func (l *logAdapter) Debugf(format string, v ...any)  { l.log.Debug().Msgf(format, v...) }
-func (l *logAdapter) Tracef(format string, v ...any)  { l.log.Trace().Msgf(format, v...) }
+func (l *logAdapter) Fatalf(format string, v ...any) {
+	msg := fmt.Sprintf(format, v...)
+	l.log.Error().Msg(msg)
+	if l.fatal != nil {
+		select {
+		case l.fatal <- msg:
+		default:
+		}
+	}
+}
+func (l *logAdapter) Errorf(format string, v ...any) { l.log.Error().Msgf(format, v...) }
+func (l *logAdapter) Debugf(format string, v ...any) { l.log.Debug().Msgf(format, v...) }
+func (l *logAdapter) Tracef(format string, v ...any) { l.log.Trace().Msgf(format, v...) }

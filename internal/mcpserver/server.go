@@ -28,6 +28,7 @@ import (
 
 	"github.com/agentmem/agentmem/internal/integrity"
 	"github.com/agentmem/agentmem/internal/longterm"
+	"github.com/agentmem/agentmem/internal/version"
 	"github.com/agentmem/agentmem/pkg/client"
 	"github.com/agentmem/agentmem/pkg/events"
 )
@@ -36,8 +37,6 @@ import (
 const (
 	// DefaultName is the implementation name the server announces.
 	DefaultName = "agentmem"
-	// DefaultVersion is the version it announces when none is configured.
-	DefaultVersion = "dev"
 	// DefaultWait bounds how long recall and get_context wait for the last remembered turn to be
 	// applied (read-your-writes).
 	DefaultWait = 2 * time.Second
@@ -57,7 +56,8 @@ type Config struct {
 	Session string
 	// ContextTokens is get_context's budget when the call names none (2000).
 	ContextTokens int
-	// Name and Version are announced to clients ("agentmem", "dev").
+	// Name and Version are announced to clients ("agentmem", and version.Number(): the same as
+	// the commands' --version).
 	Name    string
 	Version string
 	// Wait bounds how long recall and get_context wait for the turn remember stored last to be
@@ -75,7 +75,7 @@ func (c *Config) defaults() {
 		c.Name = DefaultName
 	}
 	if c.Version == "" {
-		c.Version = DefaultVersion
+		c.Version = version.Number()
 	}
 	if c.Wait == 0 {
 		c.Wait = DefaultWait

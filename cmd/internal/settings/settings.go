@@ -37,8 +37,13 @@ import (
 // EnvPrefix is the prefix of every environment twin.
 const EnvPrefix = "AGENTMEM"
 
-// Parse parses args into fs, reading AGENTMEM_* variables for flags not given.
+// Parse parses args into fs, reading AGENTMEM_* variables for flags not given. It adds
+// --version to fs: given on the command line, Parse returns ErrVersion and parses nothing else.
 func Parse(fs *flag.FlagSet, args []string) error {
+	bindVersion(fs)
+	if askedVersion(fs, args) {
+		return ErrVersion
+	}
 	return ff.Parse(fs, args, ff.WithEnvVarPrefix(EnvPrefix))
 }
 

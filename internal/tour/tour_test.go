@@ -119,7 +119,7 @@ func checkMemctl(cmd, out string, published map[string]int) error {
 	case "search":
 		// The tour asks for the favourite programming language, in English and in Chinese: the
 		// best entry is one of the turns that names it.
-		_, rest, ok := strings.Cut(out, "\n 1. ")
+		_, rest, ok := strings.Cut("\n"+out, "\n 1. ")
 		if !ok {
 			return fmt.Errorf("no ranked entry")
 		}

@@ -31,18 +31,18 @@ func run(ctx context.Context, url string, out io.Writer) {
 	nc := must(nats.Connect(url)) // memoryd's NATS (make run)
 	defer nc.Close()
 	mem := must(client.New(nc, client.Options{Tenant: "acme"}))
-	llm := fake.NewFakeLLM([]string{"Nice to meet you, Alice.", "Your name is Alice."}) // any llms.Model
+	llm := fake.NewFakeLLM([]string{"Nice to meet you, Erin.", "Your name is Erin."}) // any llms.Model
 
 	// Session 1: the user says their name; Clear ends the session, agentmem extracts the facts.
-	s1 := must(langchaingo.NewMemory(mem, "s1", "alice", langchaingo.Options{}))
-	must(chains.Run(ctx, chains.NewConversation(llm, s1), "Hi, my name is Alice."))
+	s1 := must(langchaingo.NewMemory(mem, "lc-1", "erin", langchaingo.Options{}))
+	must(chains.Run(ctx, chains.NewConversation(llm, s1), "Hi, my name is Erin."))
 	check(s1.Clear(ctx))
-	must(langchaingo.WaitForFact(ctx, mem, "alice", "Alice")) // facts appear a moment after the end
+	must(langchaingo.WaitForFact(ctx, mem, "erin", "Erin")) // facts appear a moment after the end
 
 	// Session 2, another day: {{.history}} in the prompt is agentmem's context, the profile included.
-	s2 := must(langchaingo.NewMemory(mem, "s2", "alice", langchaingo.Options{ProfileKey: "profile"}))
+	s2 := must(langchaingo.NewMemory(mem, "lc-2", "erin", langchaingo.Options{ProfileKey: "profile"}))
 	vars := must(s2.LoadMemoryVariables(ctx, map[string]any{"input": "What is my name?"}))
-	fmt.Fprintln(out, vars["profile"]) // [The user's name is Alice]
+	fmt.Fprintln(out, vars["profile"]) // [The user's name is Erin]
 	fmt.Fprintln(out, must(chains.Run(ctx, chains.NewConversation(llm, s2), "What is my name?")))
 	// docs:end
 }

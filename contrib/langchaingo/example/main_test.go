@@ -31,7 +31,7 @@ func TestExample(t *testing.T) {
 	})
 	var out bytes.Buffer
 	run(context.Background(), d.URL(), &out)
-	if got, want := out.String(), "[The user's name is Alice]\nYour name is Alice.\n"; got != want {
+	if got, want := out.String(), "[The user's name is Erin]\nYour name is Erin.\n"; got != want {
 		t.Errorf("it printed %q, want %q", got, want)
 	}
 

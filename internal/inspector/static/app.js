@@ -6,6 +6,12 @@
 (() => {
   const POLL_MS = 2000;
 
+  // scoreLegend says what the columns of a ranked entry are (internal/retrieve/fusion.go).
+  const scoreLegend = "score = relevance × decay × weight. relevance: the keyword relevance fused with the " +
+    "vector relevance, whose share shrinks as the query's best keyword match improves; further archived " +
+    "turns of a session already ranked are discounted. Without vectors (no embedder, or none near the " +
+    "query) it is the keyword relevance.";
+
   const state = {
     token: sessionStorage.getItem("agentmem.inspector.token") || "",
     route: null,
@@ -572,7 +578,7 @@
       h("td", { class: "num relevance" }, fmtScore(relevance(e.scores)))));
     el.replaceChildren(
       h("h3", {}, "Ranked entries ", h("span", { class: "muted small", id: "results-count" }, "(" + res.entries.length + ")")),
-      h("p", { class: "muted small" }, "score = relevance × decay × weight; relevance = keyword, or (keyword + vector) / 2 with an embedder"),
+      h("p", { class: "muted small", id: "score-legend" }, scoreLegend),
       table("results-table", [["#", { class: "num" }], "entry", ["score", { class: "num" }], ["keyword", { class: "num" }], ["vector", { class: "num" }],
         ["decay", { class: "num" }], ["weight", { class: "num" }], ["relevance", { class: "num" }]],
         rows, "Nothing relevant found."),
@@ -582,12 +588,10 @@
     if (rs) rs.id = "results";
   }
 
-  // relevance is the one the score used: as sent when it differs from the keyword relevance,
-  // else keyword alone (no embedder) or the mean of keyword and vector.
+  // relevance is the one the score used: the retriever sends it when it differs from the keyword
+  // relevance, so without it the keyword relevance is the relevance, vector or not.
   function relevance(sc) {
-    if (sc.relevance !== undefined) return sc.relevance;
-    if (sc.vector === undefined || sc.vector === null) return sc.keyword;
-    return (sc.keyword + sc.vector) / 2;
+    return sc.relevance !== undefined ? sc.relevance : sc.keyword;
   }
 
   // ---- live feed -------------------------------------------------------------------------

@@ -605,3 +605,35 @@ func TestRestatedFactWinsAgainWithTheLLM(t *testing.T) {
 		t.Fatalf("live facts %+v, want Paris's second version stated by t3", live)
 	}
 }
+
+// TestCorrectionToTheSameContentIsRefused: a correction that states the fact as it is (also a
+// restated version, whose id is not its content's) is a 400 on content, and the fact stays live.
+func TestCorrectionToTheSameContentIsRefused(t *testing.T) {
+	e := start(t, 1, nil)
+	day := 24 * time.Hour
+	for i, text := range []string{"I live in Paris.", "I live in Lisbon.", "I live in Paris."} {
+		at := t0.Add(time.Duration(i) * day)
+		sess := fmt.Sprintf("s%d", i+1)
+		e.say("acme", sess, "alice", fmt.Sprintf("t%d", i+1), text, at)
+		e.end("acme", sess, "alice", fmt.Sprintf("e%d", i+1), at.Add(time.Minute))
+		e.drained()
+	}
+	var live longterm.Fact
+	for _, f := range e.facts("acme", "alice", 1) {
+		if f.Live() {
+			live = f
+		}
+	}
+	body, _ := json.Marshal(events.ForgetRequest{User: "alice", FactID: live.ID, Content: "the user LIVES in Paris!"})
+	m, err := e.env.NC.Request("memory.forget.acme", body, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := m.Header.Get("Nats-Service-Error-Code"); code != "400" || !strings.Contains(string(m.Data), `"content"`) {
+		t.Fatalf("a correction to the same content: %q %s", code, m.Data)
+	}
+	still, err := e.store.Fact(context.Background(), "acme", "alice", live.ID)
+	if err != nil || !still.Live() {
+		t.Fatalf("the fact after the refused correction: %+v %v", still, err)
+	}
+}

@@ -329,7 +329,10 @@ func (w *Worker) serveForget(ctx context.Context, req micro.Request) {
 	defer cancel()
 	if fr.FactID != "" {
 		res, err := w.forgetFact(fctx, tenant, fr)
+		var fe *events.FieldError
 		switch {
+		case errors.As(err, &fe):
+			fail(400, fe.Field, fe.Message)
 		case errors.Is(err, longterm.ErrNotFound):
 			fail(404, "fact_id", fmt.Sprintf("user %q has no fact %q", fr.User, fr.FactID))
 		case err != nil:
@@ -365,6 +368,9 @@ func (w *Worker) forgetFact(ctx context.Context, tenant string, fr events.Forget
 	}
 	newID := fact.ID(tenant, fr.User, fr.Content)
 	nf, old, err := w.store.Correct(ctx, tenant, fr.User, fr.FactID, newID, fr.Content, w.counter.Count(fr.Content), now)
+	if errors.Is(err, longterm.ErrSameContent) {
+		return events.ForgetReply{}, &events.FieldError{Field: "content", Message: fmt.Sprintf("states fact %q as it is: nothing to correct", fr.FactID)}
+	}
 	if err != nil {
 		return events.ForgetReply{}, err
 	}

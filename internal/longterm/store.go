@@ -708,12 +708,19 @@ func (s *Store) Forget(ctx context.Context, tenant, user string) (uint64, error)
 	return n, nil
 }
 
+// ErrSameContent is returned by Correct for a correction that states the fact as it is.
+var ErrSameContent = errors.New("longterm: the correction states the fact as it is")
+
 // Correct replaces a fact by one with new content, stated at at: the new fact (same category and
-// key, provenance the old one's) supersedes the old one, which stays in the history.
+// key, provenance the old one's) supersedes the old one, which stays in the history. Content
+// equal to the fact's own after normalising is ErrSameContent: the fact would supersede itself.
 func (s *Store) Correct(ctx context.Context, tenant, user, oldID, newID, content string, tokens int, at time.Time) (Fact, Fact, error) {
 	old, err := s.Fact(ctx, tenant, user, oldID)
 	if err != nil {
 		return Fact{}, Fact{}, err
+	}
+	if fact.Normalize(old.Content) == fact.Normalize(content) {
+		return Fact{}, Fact{}, fmt.Errorf("fact %q: %w", oldID, ErrSameContent)
 	}
 	nf := Fact{
 		ID: newID, Tenant: tenant, User: user, Content: content, Category: old.Category, Key: old.Key,

@@ -144,7 +144,7 @@ func run(ctx context.Context, args []string) error {
 		cfg.ClientOptions = append(cfg.ClientOptions, o)
 	}
 	hc := httpConfig{Addr: *httpAddr, Topology: cfg.Topology, InspectorKey: *inspectorToken, Budget: cfg.Ingest.Budget,
-		MCPSessions: *mcpSessions, MCPSessionsPerTenant: *mcpPerTenant}
+		MCPSessions: *mcpSessions, MCPSessionsPerTenant: *mcpPerTenant, MaxContentBytes: *maxContent, Limits: lim}
 	if err := hc.validate(); err != nil {
 		return err
 	}

@@ -30,6 +30,7 @@ func run(ctx context.Context, args []string) error {
 	addr := fs.String("http", "127.0.0.1:8080", "address the HTTP API listens on")
 	tokensFile := fs.String("tokens", "", `bearer tokens, a JSON file {"token": "tenant", …} (empty: no authentication, the tenant is the URL's)`)
 	maxBody := fs.Int64("max-body-bytes", gateway.DefaultMaxBodyBytes, "largest request body accepted (413 beyond)")
+	maxContent := fs.Int("max-content-bytes", gateway.DefaultMaxContentBytes, "largest turn content accepted (413 beyond): set it to ingest's --max-content-bytes")
 	timeout := fs.Duration("timeout", gateway.DefaultTimeout, "per-request bound on NATS work: JetStream ack, service reply, bucket reads (504 beyond)")
 	readHeader := fs.Duration("read-header-timeout", gateway.DefaultReadHeaderTimeout, "time a client has to send a request's headers")
 	read := fs.Duration("read-timeout", gateway.DefaultReadTimeout, "time a client has to send a whole request, body included")
@@ -40,6 +41,7 @@ func run(ctx context.Context, args []string) error {
 	healthAddr := settings.BindHealth(fs)
 	metricsAddr := settings.BindMetrics(fs)
 	topo := settings.BindTopology(fs)
+	limitsFile := settings.BindLimits(fs)
 	logf := settings.BindLog(fs)
 	if err := settings.Parse(fs, args); err != nil {
 		return err
@@ -49,8 +51,12 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	settings.Dump(log, fs)
+	lim, err := settings.Limiter(*limitsFile)
+	if err != nil {
+		return err
+	}
 	m := metrics.New()
-	cfg := gateway.Config{Metrics: m, MaxBodyBytes: *maxBody, Timeout: *timeout, ReadHeaderTimeout: *readHeader, ReadTimeout: *read, IdleTimeout: *idle,
+	cfg := gateway.Config{Metrics: m, MaxBodyBytes: *maxBody, MaxContentBytes: *maxContent, Limits: lim, Timeout: *timeout, ReadHeaderTimeout: *readHeader, ReadTimeout: *read, IdleTimeout: *idle,
 		MCPSessions: *mcpSessions, MCPSessionsPerTenant: *mcpPerTenant}
 	if *tokensFile != "" {
 		if cfg.Tokens, err = gateway.LoadTokens(*tokensFile); err != nil {

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 
@@ -37,6 +39,8 @@ func dlqCommand(out io.Writer) *ffcli.Command {
 type letter struct {
 	Seq uint64 `json:"seq"`
 	events.DeadLetter
+	// Preview is what the dead letter carried, shortened: a turn's content, else its body.
+	Preview string `json:"preview"`
 }
 
 func dlqListCommand(out io.Writer) *ffcli.Command {
@@ -65,7 +69,7 @@ func dlqListCommand(out io.Writer) *ffcli.Command {
 				if err := json.Unmarshal(m.Data, &dl); err != nil {
 					dl.Reason = "undecodable dead letter: " + err.Error()
 				}
-				letters = append(letters, letter{Seq: m.Sequence, DeadLetter: dl})
+				letters = append(letters, letter{Seq: m.Sequence, DeadLetter: dl, Preview: preview(dl)})
 				if len(letters) > limit {
 					letters = letters[1:]
 				}
@@ -78,15 +82,70 @@ func dlqListCommand(out io.Writer) *ffcli.Command {
 				letters = []letter{}
 			}
 			return c.print(letters, func(w io.Writer) {
+				switch {
+				case all:
+					fmt.Fprintln(w, "every tenant")
+				case c.tenantHint() != "":
+					fmt.Fprintln(w, "tenant default (--tenant or AGENTMEM_TENANT names another, --all lists every tenant)")
+				default:
+					fmt.Fprintf(w, "tenant %s\n", c.tenant)
+				}
 				if len(letters) == 0 {
 					fmt.Fprintln(w, "no dead letters")
 				}
 				for _, l := range letters {
-					fmt.Fprintf(w, "#%d %s  %s  delivered %d  consumer %s\n    reason: %s\n", l.Seq,
-						l.Time.UTC().Format("2006-01-02 15:04:05"), l.Subject, l.Delivered, l.Consumer, l.Reason)
+					fmt.Fprintf(w, "#%d %s  %s  delivered %d  consumer %s\n    reason: %s\n    %s\n", l.Seq,
+						l.Time.UTC().Format("2006-01-02 15:04:05"), l.Subject, l.Delivered, l.Consumer, l.Reason, l.Preview)
 				}
 			})
 		})
+}
+
+// previewRunes bounds a dead letter's preview.
+const previewRunes = 100
+
+// preview is what a dead letter carried, for a person to recognise it: the content of a turn
+// (binary or structured mode) when its body has one, else the body itself, shortened, with
+// bytes that are not printable UTF-8 escaped.
+func preview(dl events.DeadLetter) string {
+	cut := ""
+	if dl.Truncated {
+		cut = fmt.Sprintf(" (%d of %d bytes kept)", len(dl.Body), dl.BodySize)
+	}
+	if len(dl.Body) == 0 {
+		return "body: empty"
+	}
+	var data struct {
+		Content *string `json:"content"`
+		Data    *struct {
+			Content *string `json:"content"`
+		} `json:"data"`
+	}
+	if utf8.Valid(dl.Body) && json.Unmarshal(dl.Body, &data) == nil {
+		if data.Content == nil && data.Data != nil {
+			data.Content = data.Data.Content
+		}
+		if data.Content != nil {
+			return "content: " + quoteShort(*data.Content) + cut
+		}
+	}
+	return "body: " + quoteShort(string(dl.Body)) + cut
+}
+
+// quoteShort quotes s cut to previewRunes runes (escaping what is not printable UTF-8).
+func quoteShort(s string) string {
+	more := ""
+	if utf8.RuneCountInString(s) > previewRunes {
+		i := 0
+		for n := range s {
+			if i == previewRunes {
+				s, more = s[:n], "…"
+				break
+			}
+			i++
+		}
+	}
+	return strconv.Quote(s) + more
 }
 
 func dlqRetryCommand(out io.Writer) *ffcli.Command {

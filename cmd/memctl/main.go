@@ -208,7 +208,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	for _, sub := range root.Subcommands {
 		setOutput(sub, out)
 	}
-	if err := root.Parse(args); err != nil {
+	if err := root.Parse(markEndOfFlags(args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
@@ -255,6 +255,6 @@ func newCommand(name, usage, help string, c *common, out io.Writer, bind func(*f
 		FlagSet:    fs,
 		Options:    []ff.Option{ff.WithEnvVarPrefix(settings.EnvPrefix)},
 		UsageFunc:  commandUsage,
-		Exec:       exec,
+		Exec:       interspersed(fs, exec),
 	}
 }

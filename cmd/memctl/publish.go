@@ -48,7 +48,7 @@ func publishCommand(out io.Writer) *ffcli.Command {
 	var sess, user, role, text, id, tool, at string
 	var wait bool
 	var waitFor time.Duration
-	return newCommand("publish", "--session S --user U [--role user] [--wait] [--text TEXT | TEXT...]",
+	return newCommand("publish", "--session S --user U [--role user] [--wait] [--text TEXT | TEXT... | -- TEXT...]",
 		"publish one conversation turn (and, with --wait, say whether it was applied or dead-lettered)", c, out,
 		func(fs *flag.FlagSet) {
 			fs.StringVar(&sess, "session", "", "session (required)")
@@ -62,6 +62,9 @@ func publishCommand(out io.Writer) *ffcli.Command {
 			fs.DurationVar(&waitFor, "wait-timeout", 10*time.Second, "how long --wait waits")
 		},
 		func(ctx context.Context, args []string) error {
+			if text != "" && len(args) > 0 {
+				return fmt.Errorf("the text is given twice, with --text and as arguments %q: give one", args)
+			}
 			if text == "" {
 				text = strings.Join(args, " ")
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/agentmem/agentmem/internal/gateway"
 	"github.com/agentmem/agentmem/internal/health"
 	"github.com/agentmem/agentmem/internal/inspector"
+	"github.com/agentmem/agentmem/internal/limits"
 	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
@@ -33,6 +34,10 @@ type httpConfig struct {
 	Budget              memory.Budget // ingest's: the inspector's gauge draws its pressure threshold
 	// MCPSessions and MCPSessionsPerTenant bound the open MCP sessions (gateway.Config).
 	MCPSessions, MCPSessionsPerTenant int
+	// MaxContentBytes and Limits are ingest's: the gateway refuses a turn ingest would refuse
+	// for its size.
+	MaxContentBytes int
+	Limits          *limits.Limiter
 }
 
 // validate refuses, before anything starts, an inspector that would hand every tenant's memory
@@ -84,7 +89,8 @@ func serveHTTP(ctx context.Context, cfg httpConfig, l net.Listener, dm *daemon.D
 	if err != nil {
 		return err
 	}
-	gw, err := gateway.New(gateway.Config{Tokens: cfg.Tokens, Metrics: m, MCPSessions: cfg.MCPSessions, MCPSessionsPerTenant: cfg.MCPSessionsPerTenant},
+	gw, err := gateway.New(gateway.Config{Tokens: cfg.Tokens, Metrics: m, MCPSessions: cfg.MCPSessions, MCPSessionsPerTenant: cfg.MCPSessionsPerTenant,
+		MaxContentBytes: cfg.MaxContentBytes, Limits: cfg.Limits},
 		dm.Conn(), js, cfg.Topology, log)
 	if err != nil {
 		return err

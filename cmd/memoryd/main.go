@@ -146,7 +146,7 @@ func run(ctx context.Context, args []string) error {
 		cfg.ClientOptions = append(cfg.ClientOptions, o)
 	}
 	hc := httpConfig{Addr: *httpAddr, Topology: cfg.Topology, InspectorKey: *inspectorToken, Budget: cfg.Ingest.Budget,
-		MCPSessions: *mcpSessions, MCPSessionsPerTenant: *mcpPerTenant}
+		MCPSessions: *mcpSessions, MCPSessionsPerTenant: *mcpPerTenant, MaxContentBytes: *maxContent, Limits: lim}
 	if *inspectorTokens != "" {
 		if hc.InspectorTenantKeys, err = gateway.LoadTokens(*inspectorTokens); err != nil {
 			return fmt.Errorf("--inspector-tokens: %w", err)

@@ -51,6 +51,7 @@ import (
 
 	"github.com/agentmem/agentmem/internal/deadletter"
 	"github.com/agentmem/agentmem/internal/integrity"
+	"github.com/agentmem/agentmem/internal/limits"
 	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/internal/session"
@@ -60,6 +61,7 @@ import (
 // Defaults of a Config.
 const (
 	DefaultMaxBodyBytes      = 1 << 20
+	DefaultMaxContentBytes   = 256 << 10
 	DefaultTimeout           = 30 * time.Second
 	DefaultReadHeaderTimeout = 5 * time.Second
 	DefaultReadTimeout       = 30 * time.Second
@@ -74,6 +76,12 @@ const maxHeaderBytes = 64 << 10
 type Config struct {
 	// MaxBodyBytes is the largest request body accepted (1 MiB); a larger one gets 413.
 	MaxBodyBytes int64
+	// MaxContentBytes is the largest turn content accepted (256 KiB, ingest's default): set it to
+	// ingest's, so that a turn ingest would dead-letter for its size gets 413 instead of 202. Limits,
+	// when set, replaces it for a tenant with a max_turn_bytes limit, as in ingest.
+	MaxContentBytes int
+	// Limits holds the per-tenant limits; only max_turn_bytes is read. Nil: none.
+	Limits *limits.Limiter
 	// Timeout bounds the work of one request: the JetStream acknowledgement, the service's reply,
 	// the bucket reads (30s). A retrieve waiting for a turn (wait_ms) gets that much longer. When
 	// NATS does not answer in time the request gets 504.
@@ -105,6 +113,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if c.MaxContentBytes == 0 {
+		c.MaxContentBytes = DefaultMaxContentBytes
+	}
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
 	}
@@ -126,13 +137,15 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate reports the first field that cannot work: a negative size, duration or MCP session
-// limit, a per-tenant MCP session limit above the global one, an empty token, or a token's
+// Validate reports the first field that cannot work: a negative size (body or content),
+// duration or MCP session limit, a per-tenant MCP session limit above the global one, an empty token, or a token's
 // tenant that is not a valid tenant token.
 func (c Config) Validate() error {
 	switch {
 	case c.MaxBodyBytes < 0:
 		return fmt.Errorf("gateway: max body bytes %d must not be negative", c.MaxBodyBytes)
+	case c.MaxContentBytes < 0:
+		return fmt.Errorf("gateway: max content bytes %d must not be negative", c.MaxContentBytes)
 	case c.Timeout < 0:
 		return fmt.Errorf("gateway: timeout %s must not be negative", c.Timeout)
 	case c.ReadHeaderTimeout < 0 || c.ReadTimeout < 0 || c.IdleTimeout < 0:
@@ -167,6 +180,7 @@ type Gateway struct {
 	mu       sync.Mutex
 	sessions *session.Store
 	long     *longterm.Store
+	turns    jetstream.Stream
 
 	mcp mcpServers
 }

@@ -117,6 +117,8 @@ func TestRetrieveErrors(t *testing.T) {
 		{"bad limit", "application/json", `{"query":"x","limit":-1}`, 400, "limit"},
 		{"another tenant", "application/json", `{"query":"x","tenant":"globex"}`, 400, "tenant"},
 		{"not JSON", "application/json", `{"query":`, 400, "body"},
+		{"mem0's user_id", "application/json", `{"query":"x","user_id":"alice"}`, 400, "user_id"},
+		{"top_k", "application/json", `{"query":"x","top_k":3}`, 400, "top_k"},
 		{"short without session", "", `{"query":"x","sources":["short"]}`, 400, "sources"},
 		{"not JSON content", "text/plain", `{"query":"x"}`, 415, "content-type"},
 		{"after not applied in time", "application/json", `{"query":"x","session":"s1","after":"never","wait_ms":300}`, 503, "after"},
@@ -126,6 +128,9 @@ func TestRetrieveErrors(t *testing.T) {
 			p := r.problem(t)
 			if r.status != tc.status || p.Field != tc.field || p.Detail == "" {
 				t.Fatalf("status %d field %q (%s), want %d %q", r.status, p.Field, p.Detail, tc.status, tc.field)
+			}
+			if strings.HasSuffix(tc.field, "_id") && !strings.Contains(p.Detail, `did you mean "user"?`) {
+				t.Fatalf("detail %q does not say which field was meant", p.Detail)
 			}
 		})
 	}

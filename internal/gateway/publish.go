@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -47,6 +48,10 @@ type pending struct {
 	msg     *nats.Msg
 	id      string
 	session string
+	// user is the user the event names ("" : none); turn is true for a turn, false for a
+	// session end.
+	user string
+	turn bool
 }
 
 // postEvents publishes CloudEvents: one in binary mode (ce-* headers), one in structured mode
@@ -83,6 +88,10 @@ func (g *Gateway) postEvents(w http.ResponseWriter, r *http.Request, tenant stri
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), g.cfg.Timeout)
 	defer cancel()
+	if bad := g.admit(ctx, tenant, []pending{ev}); bad[0] != nil {
+		writeProblem(w, r, bad[0])
+		return
+	}
 	res, err := g.publish(ctx, ev)
 	if err != nil {
 		writeProblem(w, r, g.publishProblem(err))
@@ -113,6 +122,7 @@ func (g *Gateway) publishBatch(w http.ResponseWriter, r *http.Request, tenant st
 		return
 	}
 	evs := make([]pending, 0, len(raws))
+	at := make([]int, 0, len(raws)) // the index in the batch of each of evs
 	var bad []EventError
 	for i, raw := range raws {
 		msg := &nats.Msg{Header: nats.Header{"content-type": []string{events.ContentTypeStructured}}, Data: raw}
@@ -122,6 +132,15 @@ func (g *Gateway) publishBatch(w http.ResponseWriter, r *http.Request, tenant st
 			continue
 		}
 		evs = append(evs, ev)
+		at = append(at, i)
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), g.cfg.Timeout)
+	defer cancel()
+	if refused := g.admit(ctx, tenant, evs); len(refused) > 0 {
+		for j, p := range refused {
+			bad = append(bad, EventError{Index: at[j], Field: p.Field, Detail: p.Detail})
+		}
+		slices.SortFunc(bad, func(a, b EventError) int { return a.Index - b.Index })
 	}
 	if len(bad) > 0 {
 		p := problem(http.StatusBadRequest, bad[0].Field, fmt.Sprintf("event %d of the batch is invalid: %s (%d invalid of %d; none was published)",
@@ -130,8 +149,6 @@ func (g *Gateway) publishBatch(w http.ResponseWriter, r *http.Request, tenant st
 		writeProblem(w, r, p)
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), g.cfg.Timeout)
-	defer cancel()
 	// All at once (asynchronous publishes over one connection, stored in order), answered when
 	// every acknowledgement is in: a batch costs about one round trip to JetStream.
 	msgs := make([]*nats.Msg, len(evs))
@@ -172,7 +189,8 @@ func splitBatch(body []byte) ([]json.RawMessage, error) {
 	return raws, err
 }
 
-// prepare decodes and validates a CloudEvent as ingest would and returns the message to publish:
+// prepare decodes and validates a CloudEvent as ingest would (its content's size included; the
+// owner of its session is admit's to check) and returns the message to publish:
 // binary mode on memory.turns.<tenant>.<session>, with Nats-Msg-Id. The session is the event's
 // subject attribute; the tenant is the URL's and the event may not name another one.
 func (g *Gateway) prepare(tenant string, in *nats.Msg) (pending, *Problem) {
@@ -195,6 +213,7 @@ func (g *Gateway) prepare(tenant string, in *nats.Msg) (pending, *Problem) {
 		return pending{}, problem(http.StatusBadRequest, "tenant",
 			fmt.Sprintf("the event names tenant %q on the URL of tenant %q: the tenant is the URL's", named, tenant))
 	}
+	var user string
 	switch ev.Type() {
 	case events.TypeTurn:
 		t, err := events.DecodeTurn(ev)
@@ -204,6 +223,10 @@ func (g *Gateway) prepare(tenant string, in *nats.Msg) (pending, *Problem) {
 		if err != nil {
 			return pending{}, invalid(err)
 		}
+		if limit := g.contentLimit(tenant); len(t.Content) > limit {
+			return pending{}, contentTooLarge(len(t.Content), limit)
+		}
+		user = t.User
 	case events.TypeSessionEnded:
 		e, err := events.DecodeData[events.SessionEnded](ev)
 		if err == nil {
@@ -212,6 +235,7 @@ func (g *Gateway) prepare(tenant string, in *nats.Msg) (pending, *Problem) {
 		if err != nil {
 			return pending{}, invalid(err)
 		}
+		user = e.User
 	default:
 		return pending{}, problem(http.StatusBadRequest, "type",
 			fmt.Sprintf("unknown event type %q: want %s or %s", ev.Type(), events.TypeTurn, events.TypeSessionEnded))
@@ -220,7 +244,7 @@ func (g *Gateway) prepare(tenant string, in *nats.Msg) (pending, *Problem) {
 	if err != nil {
 		return pending{}, invalid(err)
 	}
-	return pending{msg: msg, id: ev.ID(), session: sess}, nil
+	return pending{msg: msg, id: ev.ID(), session: sess, user: user, turn: ev.Type() == events.TypeTurn}, nil
 }
 
 // publish stores one event and waits for JetStream's acknowledgement, trying again (the same

@@ -93,6 +93,11 @@ func TestBadInputDeadLetteredAndNextTurnApplied(t *testing.T) {
 			m, _ := events.BinaryMsg("memory.turns."+tenant+"."+sess, ev)
 			return m
 		}, "role", "memory.dlq.acme.bad"},
+		{"content not UTF-8", func() *nats.Msg {
+			m := good("b10")
+			m.Data = []byte("{\"role\":\"user\",\"content\":\"caf\xe9\",\"user\":\"alice\"}")
+			return m
+		}, "data: not valid UTF-8 at byte 29", "memory.dlq.acme.bad"},
 		{"bad subject token", func() *nats.Msg {
 			m := good("b8")
 			m.Subject = "memory.turns.acme.b@d"
@@ -122,8 +127,8 @@ func TestBadInputDeadLetteredAndNextTurnApplied(t *testing.T) {
 	if ids := turnIDs(h.load(tenant, sess)); !slices.Equal(ids, []string{"owner", "after"}) {
 		t.Fatalf("entries %v, want the owner's turn and the good turn after the bad ones", ids)
 	}
-	if hd.Rejected != 7 {
-		t.Errorf("session recorded %d rejections, want 7", hd.Rejected)
+	if hd.Rejected != 8 {
+		t.Errorf("session recorded %d rejections, want 8", hd.Rejected)
 	}
 	got := map[string][]events.DeadLetter{}
 	brokertest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {

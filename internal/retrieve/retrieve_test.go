@@ -290,6 +290,8 @@ func TestBadRequestsAre400WithTheField(t *testing.T) {
 		{"long without key", `{"query":"go","sources":["long"]}`, "sources"},
 		{"bad session token", `{"query":"go","session":"a.b"}`, "session"},
 		{"negative context", `{"query":"go","session":"s1","context_tokens":-5}`, "context_tokens"},
+		{"unknown field", `{"query":"go","user_id":"u1"}`, "user_id"},
+		{"not UTF-8", "{\"query\":\"g\xff\",\"session\":\"s1\"}", "body"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

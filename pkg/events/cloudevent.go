@@ -415,6 +415,9 @@ func decodeBinary(h nats.Header, ct string, hasCT bool, mt string, body []byte) 
 	if len(body) > 0 {
 		jsonBody := isJSONMediaType(mt)
 		if jsonBody {
+			if err := checkUTF8("data", body); err != nil {
+				return event.Event{}, err
+			}
 			if err := validJSON(body); err != nil {
 				return event.Event{}, invalidError("body is not JSON: " + err.Error())
 			}
@@ -504,6 +507,9 @@ func decodeStructuredWith(body []byte, unmarshal func([]byte, any) error) (event
 	var env map[string]json.RawMessage
 	if err := unmarshal(body, &env); err != nil {
 		return event.Event{}, invalidError("body is not a JSON object: " + err.Error())
+	}
+	if at := InvalidUTF8(body); at >= 0 {
+		return event.Event{}, envelopeNotUTF8(env, body, at)
 	}
 	attrs := map[string]string{}
 	var data, dataBase64 json.RawMessage
@@ -839,6 +845,9 @@ func DecodeData[T any](ev event.Event) (T, error) {
 	if mt != "" && !isJSONMediaType(mt) {
 		return v, fieldErrorValue("datacontenttype", ev.DataContentType(), "not JSON")
 	}
+	if err := checkUTF8("data", data); err != nil {
+		return v, err
+	}
 	if err := json.Unmarshal(data, &v); err != nil {
 		var zero T
 		return zero, jsonError(err, "data")
@@ -931,6 +940,23 @@ func isPlainString(data []byte) bool {
 		}
 	}
 	return ascii || utf8.Valid(data)
+}
+
+// envelopeNotUTF8 names the first member of a structured envelope (in the order of names) whose
+// value is not valid UTF-8, with the offset in that value, or else the body, with the offset of
+// the first bad byte at in it (a member's name is not valid UTF-8).
+func envelopeNotUTF8(env map[string]json.RawMessage, body []byte, at int) *FieldError {
+	names := make([]string, 0, len(env))
+	for name := range env {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if i := InvalidUTF8(env[name]); i >= 0 {
+			return notUTF8(name, i)
+		}
+	}
+	return notUTF8("body", at)
 }
 
 // validJSON reports why body is not one JSON value, or nil (isJSON); only a body that fails is

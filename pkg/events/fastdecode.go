@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
@@ -93,7 +94,7 @@ func fastBinary(h nats.Header, body []byte) (event.Event, bool) {
 	}
 	ev.SetDataContentType(ContentTypeJSON)
 	if len(body) > 0 {
-		if !isJSON(body) {
+		if !utf8.Valid(body) || !isJSON(body) {
 			return event.Event{}, false
 		}
 		ev.DataEncoded = bytes.Clone(body)

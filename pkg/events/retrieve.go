@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -61,16 +62,21 @@ type RetrieveRequest struct {
 }
 
 // ParseRetrieveRequest decodes and validates a retrieve request body.
-// Malformed JSON gives a *FieldError for "body"; a value of the wrong type a
-// *FieldError naming its field; then Validate applies. Every error wraps
-// ErrInvalid.
+// Malformed JSON gives a *FieldError for "body", and so do bytes that are not
+// valid UTF-8; a value of the wrong type a *FieldError naming its field; a
+// field the request does not have a *FieldError naming it, with the field
+// meant when the name is a common mistake ("user_id": did you mean "user"?),
+// so that a misspelt key is not silently ignored; then Validate applies.
+// "tenant" is taken (the service checks it against the subject's). Every
+// error wraps ErrInvalid.
 func ParseRetrieveRequest(body []byte) (RetrieveRequest, error) {
 	// At is decoded apart so that a bad time names its field.
 	var wire struct {
 		RetrieveRequest
-		At json.RawMessage `json:"at,omitempty"`
+		At     json.RawMessage `json:"at,omitempty"`
+		Tenant json.RawMessage `json:"tenant,omitempty"`
 	}
-	if err := decodeBody(body, &wire); err != nil {
+	if err := decodeStrict(body, &wire); err != nil {
 		var fe *FieldError
 		if errors.As(err, &fe) {
 			fe.Field = strings.TrimPrefix(fe.Field, "RetrieveRequest.")
@@ -105,6 +111,50 @@ func decodeBody(body []byte, v any) error {
 		return jsonError(err, "body")
 	}
 	return nil
+}
+
+// decodeStrict is decodeBody for a body that may hold only v's fields: another
+// field is a *FieldError naming it (unknownField).
+func decodeStrict(body []byte, v any) error {
+	if err := checkUTF8("body", body); err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(body)) == 0 || !isJSON(body) {
+		return decodeBody(body, v) // its error says what is wrong
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		return nil
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		if field, uerr := strconv.Unquote(name); uerr == nil {
+			return unknownField(field)
+		}
+	}
+	return jsonError(err, "body")
+}
+
+// retrieveFieldHints maps the names other memory APIs use (mem0, vector stores) to the retrieve
+// request's own.
+var retrieveFieldHints = map[string]string{
+	"user_id": "user", "userid": "user", "user-id": "user",
+	"session_id": "session", "sessionid": "session", "session-id": "session", "run_id": "session", "thread_id": "session",
+	"top_k": "limit", "topk": "limit", "k": "limit", "n": "limit", "max_results": "limit", "size": "limit",
+	"q": "query", "text": "query", "prompt": "query", "question": "query",
+	"source": "sources", "type": "types", "filters": "types",
+	"max_tokens": "context_tokens", "token_budget": "context_tokens", "budget": "context_tokens",
+	"wait": "wait_ms", "timeout": "wait_ms", "timeout_ms": "wait_ms",
+}
+
+// unknownField is the error of a field the retrieve request does not have.
+func unknownField(name string) *FieldError {
+	fe := &FieldError{Field: name, Message: "unknown field (the fields are query, session, user, limit, sources, types, at, context_tokens, after, wait_ms)"}
+	if want, ok := retrieveFieldHints[strings.ToLower(name)]; ok {
+		fe.Message = fmt.Sprintf("unknown field: did you mean %q?", want)
+	}
+	return fe
 }
 
 // Validate checks a retrieve request and returns nil or a *FieldError naming

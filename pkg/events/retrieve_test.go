@@ -23,7 +23,12 @@ func TestParseRetrieveRequest(t *testing.T) {
 		{"limit bounds", `{"query":"q","limit":200}`, ""},
 		{"context tokens zero", `{"query":"q","context_tokens":0}`, ""},
 		{"after without wait", `{"query":"q","session":"s1","after":"t1"}`, ""},
-		{"unknown field ignored", `{"query":"q","future":true}`, ""},
+		{"unknown field", `{"query":"q","future":true}`, "future"},
+		{"mem0's user_id", `{"query":"q","user_id":"u1"}`, "user_id"},
+		{"tenant", `{"query":"q","tenant":"acme"}`, ""},
+		{"fields in another case", `{"Query":"q","USER":"u1"}`, ""},
+		{"not UTF-8", "{\"query\":\"caf\xe9\"}", "body"},
+		{"trailing data", `{"query":"q"} {}`, "body"},
 		{"invalid JSON", `{"query":`, "body"},
 		{"not an object", `["q"]`, "body"},
 		{"empty body", ``, "body"},
@@ -75,6 +80,12 @@ func TestRetrieveRequestMessages(t *testing.T) {
 		`{"query":"q","sources":["archive"]}`:          `sources: "archive" needs user or session`,
 		`{"query":"q","limit":0}`:                      "limit: must be within 1-200, got 0",
 		`{"query":"q","session":"s","wait_ms":5}`:      "wait_ms: needs after",
+		`{"query":"q","user_id":"u1"}`:                 `user_id: unknown field: did you mean "user"?`,
+		`{"query":"q","session_id":"s1"}`:              `session_id: unknown field: did you mean "session"?`,
+		`{"query":"q","top_k":5}`:                      `top_k: unknown field: did you mean "limit"?`,
+		`{"query":"q","k":5}`:                          `k: unknown field: did you mean "limit"?`,
+		`{"query":"q","colour":5}`:                     "colour: unknown field (the fields are query, session, user, limit, sources, types, at, context_tokens, after, wait_ms)",
+		"{\"query\":\"caf\xe9\"}":                      "body: not valid UTF-8 at byte 13",
 	} {
 		_, err := ParseRetrieveRequest([]byte(body))
 		if err == nil || err.Error() != want {

@@ -31,8 +31,10 @@ type Turn struct {
 }
 
 // Validate checks the role (user, assistant, system or tool), that the
-// content is not blank and that the user, when set, is a valid token. It
-// returns nil or a *FieldError naming "role", "content" or "user".
+// content is not blank, that the user, when set, is a valid token, and that
+// the content, tool and metadata strings are valid UTF-8 (JSON would carry
+// U+FFFD in place of bad bytes). It returns nil or a *FieldError naming
+// "role", "content", "user", "tool" or "metadata.<key>".
 func (t Turn) Validate() error {
 	switch t.Role {
 	case RoleUser, RoleAssistant, RoleSystem, RoleTool:
@@ -42,10 +44,19 @@ func (t Turn) Validate() error {
 	if strings.TrimSpace(t.Content) == "" {
 		return &FieldError{Field: "content", Message: "must not be empty"}
 	}
+	if at := invalidUTF8String(t.Content); at >= 0 {
+		return notUTF8("content", at)
+	}
 	if t.User != "" {
 		if err := ValidateToken("user", t.User); err != nil {
 			return err
 		}
+	}
+	if at := invalidUTF8String(t.Tool); at >= 0 {
+		return notUTF8("tool", at)
+	}
+	if t.Metadata != nil {
+		return checkValueUTF8("metadata", map[string]any(t.Metadata))
 	}
 	return nil
 }

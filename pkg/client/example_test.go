@@ -135,7 +135,7 @@ func ExampleClient_EndSession() {
 		log.Fatal("no fact within 30s")
 	}
 
-	// A new session of the same user.
+	// A new session of the same user: the facts, and what the user said in earlier sessions.
 	text, err := mem.Context(ctx, "what is my name?", "s2", "alice", 0)
 	if err != nil {
 		log.Fatal(err)
@@ -145,6 +145,8 @@ func ExampleClient_EndSession() {
 	// learned: The user's name is Alice
 	// ## Known facts about the user
 	// - (2025-03-14) The user's name is Alice
+	// ## Relevant earlier turns
+	// - [2025-03-14 09:30, user] Hi, my name is Alice.
 }
 
 // Publish returns before the turn is applied to memory. Retrieve with After set to the ack's ID

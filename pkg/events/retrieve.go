@@ -77,6 +77,7 @@ func ParseRetrieveRequest(body []byte) (RetrieveRequest, error) {
 		Tenant json.RawMessage `json:"tenant,omitempty"`
 	}
 	if err := decodeStrict(body, &wire); err != nil {
+		err = hinted(err, retrieveFieldHints, "query, session, user, limit, sources, types, at, context_tokens, after, wait_ms")
 		var fe *FieldError
 		if errors.As(err, &fe) {
 			fe.Field = strings.TrimPrefix(fe.Field, "RetrieveRequest.")
@@ -130,10 +131,30 @@ func decodeStrict(body []byte, v any) error {
 	}
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		if field, uerr := strconv.Unquote(name); uerr == nil {
-			return unknownField(field)
+			return &UnknownFieldError{Name: field}
 		}
 	}
 	return jsonError(err, "body")
+}
+
+// UnknownFieldError is decodeStrict's error for a member the request does not have; the parser
+// of each request turns it into a FieldError with that request's hints.
+type UnknownFieldError struct{ Name string }
+
+func (e *UnknownFieldError) Error() string { return e.Name + ": unknown field" }
+
+// hinted turns an UnknownFieldError into a FieldError naming the field, with a hint from hints
+// or else the list of fields; any other error is returned as it is.
+func hinted(err error, hints map[string]string, fields string) error {
+	var ue *UnknownFieldError
+	if !errors.As(err, &ue) {
+		return err
+	}
+	fe := &FieldError{Field: ue.Name, Message: "unknown field (the fields are " + fields + ")"}
+	if want, ok := hints[strings.ToLower(ue.Name)]; ok {
+		fe.Message = fmt.Sprintf("unknown field: did you mean %q?", want)
+	}
+	return fe
 }
 
 // retrieveFieldHints maps the names other memory APIs use (mem0, vector stores) to the retrieve
@@ -149,12 +170,11 @@ var retrieveFieldHints = map[string]string{
 }
 
 // unknownField is the error of a field the retrieve request does not have.
-func unknownField(name string) *FieldError {
-	fe := &FieldError{Field: name, Message: "unknown field (the fields are query, session, user, limit, sources, types, at, context_tokens, after, wait_ms)"}
-	if want, ok := retrieveFieldHints[strings.ToLower(name)]; ok {
-		fe.Message = fmt.Sprintf("unknown field: did you mean %q?", want)
-	}
-	return fe
+// forgetFieldHints maps the names other memory APIs use to the forget request's own.
+var forgetFieldHints = map[string]string{
+	"user_id": "user", "userid": "user", "user-id": "user",
+	"factid": "fact_id", "fact-id": "fact_id", "fact": "fact_id", "id": "fact_id", "memory_id": "fact_id", "memoryid": "fact_id",
+	"text": "content", "data": "content", "memory": "content",
 }
 
 // Validate checks a retrieve request and returns nil or a *FieldError naming
@@ -334,11 +354,23 @@ type ForgetRequest struct {
 
 // ParseForgetRequest decodes and validates a forget request body; errors are
 // *FieldErrors wrapping ErrInvalid.
+//
+// A member the request does not have is refused, naming it: a misspelt fact_id ("factId") must
+// not turn the forgetting of one fact into the forgetting of the whole user.
 func ParseForgetRequest(body []byte) (ForgetRequest, error) {
-	var r ForgetRequest
-	if err := decodeBody(body, &r); err != nil {
+	var wire struct {
+		ForgetRequest
+		Tenant json.RawMessage `json:"tenant,omitempty"`
+	}
+	if err := decodeStrict(body, &wire); err != nil {
+		err = hinted(err, forgetFieldHints, "user, fact_id, content")
+		var fe *FieldError
+		if errors.As(err, &fe) {
+			fe.Field = strings.TrimPrefix(fe.Field, "ForgetRequest.")
+		}
 		return ForgetRequest{}, err
 	}
+	r := wire.ForgetRequest
 	if err := r.Validate(); err != nil {
 		return ForgetRequest{}, err
 	}

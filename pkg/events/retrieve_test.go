@@ -167,6 +167,18 @@ func TestForget(t *testing.T) {
 	if _, err := ParseForgetRequest([]byte(`{`)); !errors.As(err, &fe) || fe.Field != "body" {
 		t.Errorf("bad JSON: error = %v", err)
 	}
+	// A misspelt member is refused, never read as "forget the whole user".
+	for body, field := range map[string]string{`{"user":"u1","factId":"fact_1"}`: "factId", `{"user_id":"u1"}`: "user_id", `{"user":"u1","x":1}`: "x"} {
+		if _, err := ParseForgetRequest([]byte(body)); !errors.As(err, &fe) || fe.Field != field {
+			t.Errorf("%s: error = %v, want field %s", body, err, field)
+		}
+	}
+	if _, err := ParseForgetRequest([]byte(`{"user":"u1","factId":"fact_1"}`)); err == nil || !strings.Contains(err.Error(), `did you mean "fact_id"`) {
+		t.Errorf("factId: error = %v, want a hint", err)
+	}
+	if r, err := ParseForgetRequest([]byte(`{"user":"u1","tenant":"acme"}`)); err != nil || r.User != "u1" {
+		t.Errorf("a request naming its tenant: %+v %v", r, err)
+	}
 	b, _ := json.Marshal(ForgetReply{})
 	if string(b) != `{"forgotten":{}}` {
 		t.Errorf("empty reply = %s", b)

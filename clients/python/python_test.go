@@ -45,11 +45,12 @@ func TestPythonClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := startAgentmem(t)
+	base, rejected := startAgentmem(t)
 
 	env := []string{
 		"AGENTMEM_URL=" + base, "AGENTMEM_TENANT=" + tenant, "AGENTMEM_TOKEN=" + token,
 		"AGENTMEM_OTHER_TENANT=" + otherTenant, "AGENTMEM_OTHER_TOKEN=" + otherToken,
+		"AGENTMEM_REJECTED_SESSION=" + rejectedSession, "AGENTMEM_REJECTED_ID=" + rejected,
 		"PYTHONDONTWRITEBYTECODE=1", "PYTHONUNBUFFERED=1", "NO_PROXY=127.0.0.1,localhost",
 	}
 	unittest(t, dir, env, python, "discover", "-v", "-s", "tests", "-t", ".")
@@ -116,7 +117,13 @@ func pipPython(t *testing.T, candidates ...string) string {
 // startAgentmem starts memoryd's workers on an embedded NATS server and the HTTP gateway, with
 // bearer tokens, on a free loopback port, and returns the gateway's base URL. Cleanup stops the
 // HTTP server, then the workers and the server.
-func startAgentmem(t *testing.T) string {
+// rejectedSession is the session of the turn startAgentmem has ingest reject.
+const rejectedSession = "py-rejected"
+
+// startAgentmem also publishes, over NATS as an agent may, a first turn without a user into
+// rejectedSession of the tenant, which ingest rejects (the gateway would refuse it before
+// storing it), and returns its event id: tests/test_status.py reads what became of it.
+func startAgentmem(t *testing.T) (string, string) {
 	t.Helper()
 	// The workers run under ctx until the test ends: Start's context is theirs.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -135,6 +142,18 @@ func startAgentmem(t *testing.T) string {
 	})
 	js, err := jetstream.New(d.Conn())
 	if err != nil {
+		t.Fatal(err)
+	}
+	const rejectedID = "py-rejected-turn"
+	ev, err := events.NewEvent(rejectedID, events.TypeTurn, "python_test", time.Now(), events.Turn{Role: "user", Content: "who am I?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := events.EventMsg(tenant, rejectedSession, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.PublishMsg(ctx, msg); err != nil {
 		t.Fatal(err)
 	}
 	gw, err := gateway.New(gateway.Config{Tokens: map[string]string{token: tenant, otherToken: otherTenant}},
@@ -159,7 +178,7 @@ func startAgentmem(t *testing.T) string {
 			t.Errorf("serving HTTP: %v", err)
 		}
 	})
-	return "http://" + l.Addr().String()
+	return "http://" + l.Addr().String(), rejectedID
 }
 
 // requirePython returns the path of python3 ($AGENTMEM_TEST_PYTHON when set, to try another

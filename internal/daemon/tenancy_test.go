@@ -219,10 +219,10 @@ func TestForgedTenantInPayloadIsRejected(t *testing.T) {
 	if _, err := jsA.PublishMsg(ctx, m); err != nil {
 		t.Fatal(err)
 	}
-	// The turn is not applied: read-your-writes on it times out with 503.
+	// The turn is not applied: read-your-writes on it answers that it was rejected, and why.
 	_, err = clA.Retrieve(ctx, events.RetrieveRequest{Query: "hello", Session: "sa", After: "forged-1", WaitMS: 1500})
 	var se *client.ServiceError
-	if !errors.As(err, &se) || se.Code != 503 {
+	if !errors.As(err, &se) || se.Code != 400 || se.Field != "after" || !strings.Contains(se.Message, `names tenant "b"`) {
 		t.Fatalf("a turn naming another tenant was applied: %v", err)
 	}
 	// A retrieve body naming b.

@@ -6,7 +6,12 @@ import unittest
 
 import agentmem
 
+import os
+
 from .support import OTHER_TENANT, OTHER_TOKEN, URL, client, eventually, needs_service, unique
+
+REJECTED_SESSION = os.environ.get("AGENTMEM_REJECTED_SESSION", "")
+REJECTED_ID = os.environ.get("AGENTMEM_REJECTED_ID", "")
 
 
 @needs_service
@@ -28,9 +33,16 @@ class EventStatusTest(unittest.TestCase):
         self.assertEqual((st.id, st.session, st.status, st.dead_letter), (ack.id, session, "applied", None))
 
     def test_rejected_turn_is_visible(self) -> None:
-        # No user on the session's first turn: the gateway stores it (202), ingest rejects it.
-        session = unique("s")
-        ack = self.mem.publish(session, "user", "who am I?")
+        # No user on the session's first turn: the gateway refuses it at once (400 on user)...
+        with self.assertRaises(agentmem.BadRequestError) as cm:
+            self.mem.publish(unique("s"), "user", "who am I?")
+        self.assertEqual(cm.exception.field, "user")
+        # ... and an agent that published it over NATS (python_test.go did, for this test) sees
+        # ingest's rejection here.
+        session, id = REJECTED_SESSION, REJECTED_ID
+        if not id:
+            self.fail("AGENTMEM_REJECTED_ID is not set: run through python_test.go")
+        ack = agentmem.Ack(id=id, session=session, stream="", seq=0, duplicate=False)
         st = self.status_is(session, ack.id, "rejected")
         self.assertIn("user is required", st.reason)
         dl = st.dead_letter

@@ -1,6 +1,8 @@
-// Package typescript holds agentmem's TypeScript client (src/agentmem.ts) and an example agent
-// (src/agent.ts) built on the official NATS client from npm. It has no Go code of its own: its
-// test installs the npm dependencies from package-lock.json, compiles the TypeScript, starts a
-// real agentmem in process and runs the agent against it, so that the wire contract
-// (docs/protocol.md) is checked from a second language.
+// Package typescript holds agentmem's TypeScript package @agentmem/client: the HTTP API client
+// (src/http.ts), the NATS client (src/agentmem.ts) with an example agent (src/agent.ts), and the
+// LangChain.js and Vercel AI SDK integrations (src/langchain.ts, src/ai-sdk.ts) with their
+// examples. It has no Go code of its own: its tests install the npm dependencies from
+// package-lock.json, compile the TypeScript, start a real agentmem in process (with its HTTP
+// gateway) and run the agent, the examples and test/http.ts against it, so that the wire
+// contract (docs/protocol.md) and the HTTP API are checked from a second language.
 package typescript

@@ -115,6 +115,19 @@ func startHTTP(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A first turn without a user, published over NATS as an agent may (the gateway would refuse
+	// it before storing it): ingest rejects it, and test/http.ts reads what became of it.
+	ev, err := events.NewEvent("t-2-a", events.TypeTurn, "examples_test", time.Now(), events.Turn{Role: "user", Content: "hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := events.EventMsg("acme", "t-2", ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.PublishMsg(ctx, msg); err != nil {
+		t.Fatal(err)
+	}
 	gw, err := gateway.New(gateway.Config{Tokens: map[string]string{exampleToken: "acme"}}, nc, js, events.DefaultTopology(), zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)

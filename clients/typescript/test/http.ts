@@ -41,8 +41,11 @@ try {
   const bad = await mem.session("no/such").then(() => undefined, (e: unknown) => e);
   check("a bad session name is refused, naming the field", bad instanceof TypeError && bad.message.startsWith("session: "), String(bad));
 
-  // A first turn without a user is rejected by ingest: status, retrieve after it, dead letters.
-  await mem.publish("t-2", { id: "t-2-a", role: "user", content: "hello" });
+  // A first turn without a user: the gateway refuses it before storing it...
+  await rejects("a first turn without a user is a 400 on user", mem.publish("t-3", { id: "t-3-a", role: "user", content: "hello" }),
+    BadRequestError, (e) => e.status === 400 && e.field === "user");
+  // ... and ingest rejects one published over NATS (examples_test.go did, in session t-2):
+  // status, retrieve after it, dead letters.
   await rejects("after a rejected turn", mem.retrieve({ query: "hello", session: "t-2", after: "t-2-a", wait_ms: 5000 }),
     TurnRejectedError, (e) => e.field === "after" && e.detail.includes("t-2-a"));
   check("rejected status", (await mem.eventStatus("t-2", "t-2-a")).status === "rejected");

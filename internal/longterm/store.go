@@ -529,25 +529,25 @@ func (f Fact) splitAt(end *time.Time) (during, after *Fact) {
 	return during, after
 }
 
-// merge folds the statement f into cur (the same fact): the earliest valid_from, the union of
-// provenance and sessions, the highest confidence. It reports whether cur changed.
-func (cur *Fact) merge(f Fact) bool {
+// merge folds the statement st into f (the same fact): the earliest valid_from, the union of
+// provenance and sessions, the highest confidence. It reports whether f changed.
+func (f *Fact) merge(st Fact) bool {
 	changed := false
-	if f.ValidFrom.Before(cur.ValidFrom) {
-		cur.ValidFrom, changed = f.ValidFrom, true
+	if st.ValidFrom.Before(f.ValidFrom) {
+		f.ValidFrom, changed = st.ValidFrom, true
 	}
-	for _, p := range f.Provenance {
-		if !slices.Contains(cur.Provenance, p) {
-			cur.Provenance, changed = append(cur.Provenance, p), true
+	for _, p := range st.Provenance {
+		if !slices.Contains(f.Provenance, p) {
+			f.Provenance, changed = append(f.Provenance, p), true
 		}
 	}
-	for _, p := range f.Sessions {
-		if !slices.Contains(cur.Sessions, p) {
-			cur.Sessions, changed = append(cur.Sessions, p), true
+	for _, p := range st.Sessions {
+		if !slices.Contains(f.Sessions, p) {
+			f.Sessions, changed = append(f.Sessions, p), true
 		}
 	}
-	if f.Confidence > cur.Confidence {
-		cur.Confidence, changed = f.Confidence, true
+	if st.Confidence > f.Confidence {
+		f.Confidence, changed = st.Confidence, true
 	}
 	return changed
 }

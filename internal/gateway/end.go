@@ -50,13 +50,13 @@ func (g *Gateway) postEnd(w http.ResponseWriter, r *http.Request, tenant string)
 		writeProblem(w, r, g.readProblem(err))
 		return
 	}
-	st, err := store.Load(ctx, session.Key{Tenant: tenant, Session: sess}, 0)
-	if err != nil {
+	// The header names the owner: the session's chunks are not needed.
+	h, _, err := store.Header(ctx, session.Key{Tenant: tenant, Session: sess})
+	if err != nil && !errors.Is(err, session.ErrNotFound) {
 		writeProblem(w, r, g.readProblem(err))
 		return
 	}
-	h := st.Header
-	known := st.Revision() != 0 && (h.Forgotten.IsZero() || h.Head != "")
+	known := err == nil && (h.Forgotten.IsZero() || h.Head != "")
 	switch {
 	case !known && req.User == "":
 		writeProblem(w, r, problem(http.StatusNotFound, "session", fmt.Sprintf(

@@ -451,6 +451,9 @@ func (w *Worker) countChange(ch longterm.FactChange) {
 		m.Facts("reinforced", 1)
 	}
 	m.Facts("superseded", len(ch.Superseded))
+	for _, again := range ch.Restated {
+		w.countChange(again)
+	}
 }
 
 // announce publishes the fact events of one change. A first delivery publishes what changed; a
@@ -468,6 +471,11 @@ func (w *Worker) announce(ctx context.Context, tenant, user string, ch longterm.
 	}
 	for _, old := range ch.Superseded {
 		if err := w.publishFact(ctx, tenant, user, "fact-superseded-"+old.ID+"-"+old.SupersededBy, events.FactSuperseded, old); err != nil {
+			return err
+		}
+	}
+	for _, again := range ch.Restated {
+		if err := w.announce(ctx, tenant, user, again, redelivered); err != nil {
 			return err
 		}
 	}

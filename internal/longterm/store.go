@@ -63,9 +63,9 @@ type Fact struct {
 	Version  int    `json:"version,omitempty"`
 	Restates string `json:"restates,omitempty"`
 
-	// StatedAt is, for AddFact, the time of each provenance turn (a turn it lacks counts as
-	// stated at ValidFrom); it is not stored.
-	StatedAt map[string]time.Time `json:"-"`
+	// StatedAt is the time of each provenance turn (a turn it lacks counts as stated at
+	// ValidFrom; facts stored before it was kept have none).
+	StatedAt map[string]time.Time `json:"stated_at,omitempty"`
 }
 
 // Live reports whether the fact is valid now (not superseded, not deleted).
@@ -433,6 +433,9 @@ type FactChange struct {
 	// SupersededBy is set when the new fact is older than the live fact of its key: it went
 	// straight into the history.
 	SupersededBy string
+	// Restated are the changes of a fact that ended here (Fact, or one of Superseded) but had
+	// been stated again after its end: that restatement is stored as its next version.
+	Restated []FactChange
 }
 
 // maxVersions bounds the versions of one fact AddFact walks through (a fact stated, replaced
@@ -461,6 +464,7 @@ func VersionID(id string) string {
 // stated at f.ValidFrom.
 func (s *Store) AddFact(ctx context.Context, f Fact) (FactChange, error) {
 	var ch FactChange
+	f.StatedAt = f.statedOf(f.Provenance)
 	for range maxVersions {
 		var next *Fact
 		stored, out, err := update(ctx, s, recordKey{f.Tenant, f.User, kindFact, f.ID},
@@ -488,6 +492,49 @@ func (s *Store) AddFact(ctx context.Context, f Fact) (FactChange, error) {
 		return s.settleKey(ctx, stored, ch)
 	}
 	return ch, fmt.Errorf("storing fact %q: more than %d versions", f.ID, maxVersions)
+}
+
+// statedOf returns the times of StatedAt of the turns in prov (nil when it has none of them).
+func (f Fact) statedOf(prov []string) map[string]time.Time {
+	var out map[string]time.Time
+	for _, p := range prov {
+		if at, ok := f.StatedAt[p]; ok {
+			if out == nil {
+				out = make(map[string]time.Time, len(prov))
+			}
+			out[p] = at
+		}
+	}
+	return out
+}
+
+// restateLate stores the statements of x, a fact that has just ended (superseded), made at or
+// after its end as x's next version (AddFact), which supersedes whatever holds the key then:
+// a restatement that was stored before the fact it restates against (extractions out of
+// order). It returns nil when x has no such statement.
+func (s *Store) restateLate(ctx context.Context, x Fact) (*FactChange, error) {
+	if x.ValidTo == nil || x.Deleted {
+		return nil, nil
+	}
+	var late []string
+	for _, p := range x.Provenance {
+		if at, ok := x.StatedAt[p]; ok && !at.Before(*x.ValidTo) {
+			late = append(late, p)
+		}
+	}
+	if len(late) == 0 {
+		return nil, nil
+	}
+	again := Fact{
+		ID: x.ID, Tenant: x.Tenant, User: x.User, Content: x.Content, Category: x.Category, Key: x.Key,
+		Tokens: x.Tokens, ValidFrom: *x.ValidTo, Provenance: late, StatedAt: x.statedOf(late), Sessions: x.Sessions,
+		Confidence: x.Confidence, Extractor: x.Extractor, Metadata: x.Metadata,
+	}
+	ch, err := s.AddFact(ctx, again)
+	if err != nil {
+		return nil, err
+	}
+	return &ch, nil
 }
 
 // version is the fact's version number: 1 for its first statement.
@@ -518,8 +565,14 @@ func (f Fact) splitAt(end *time.Time) (during, after *Fact) {
 		}
 		if *part == nil {
 			c := f
-			c.Provenance, c.ValidFrom = nil, at
+			c.Provenance, c.ValidFrom, c.StatedAt = nil, at, nil
 			*part = &c
+		}
+		if t, ok := f.StatedAt[p]; ok {
+			if (*part).StatedAt == nil {
+				(*part).StatedAt = map[string]time.Time{}
+			}
+			(*part).StatedAt[p] = t
 		}
 		(*part).Provenance = append((*part).Provenance, p)
 		if at.Before((*part).ValidFrom) {
@@ -539,6 +592,14 @@ func (f *Fact) merge(st Fact) bool {
 	for _, p := range st.Provenance {
 		if !slices.Contains(f.Provenance, p) {
 			f.Provenance, changed = append(f.Provenance, p), true
+		}
+		if at, ok := st.StatedAt[p]; ok {
+			if old, had := f.StatedAt[p]; !had || at.Before(old) {
+				if f.StatedAt == nil {
+					f.StatedAt = map[string]time.Time{}
+				}
+				f.StatedAt[p], changed = at, true
+			}
 		}
 	}
 	for _, p := range st.Sessions {
@@ -581,7 +642,7 @@ func (s *Store) settleKey(ctx context.Context, f Fact, ch FactChange) (FactChang
 			return ch, err
 		}
 		ch.Fact, ch.SupersededBy = marked, cur.FactID
-		return ch, nil
+		return s.restated(ctx, marked, ch)
 	}
 	if previous != "" {
 		old, err := s.supersede(ctx, f.Tenant, f.User, previous, f.ID, f.ValidFrom)
@@ -589,7 +650,18 @@ func (s *Store) settleKey(ctx context.Context, f Fact, ch FactChange) (FactChang
 			return ch, err
 		}
 		ch.Superseded = append(ch.Superseded, old)
+		return s.restated(ctx, old, ch)
 	}
+	return ch, nil
+}
+
+// restated adds to ch the change restateLate makes of ended, the fact ch just ended.
+func (s *Store) restated(ctx context.Context, ended Fact, ch FactChange) (FactChange, error) {
+	again, err := s.restateLate(ctx, ended)
+	if err != nil || again == nil {
+		return ch, err
+	}
+	ch.Restated = append(ch.Restated, *again)
 	return ch, nil
 }
 

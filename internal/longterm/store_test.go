@@ -319,3 +319,63 @@ func TestOneExtractionSplitsAtTheEnd(t *testing.T) {
 		t.Fatalf("the first version keeps what was said while it held: %v", first.Provenance)
 	}
 }
+
+// TestRestatementStoredBeforeTheChangeItRestates: Paris stated on day 0 and again on day 2, both
+// stored before Lisbon (day 1) arrives: Lisbon supersedes the first Paris, and Paris's day-2
+// statement becomes its next version, which supersedes Lisbon. The same end as in order.
+func TestRestatementStoredBeforeTheChangeItRestates(t *testing.T) {
+	store, _ := open(t)
+	ctx := context.Background()
+	day := 24 * time.Hour
+	paris := fact(fact1ID, "The user lives in Paris", "user.city", t0, "t1", "t3")
+	paris.StatedAt = map[string]time.Time{"t1": t0, "t3": t0.Add(2 * day), "unrelated": t0}
+	if _, err := store.AddFact(ctx, paris); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := store.AddFact(ctx, fact("f-lisbon", "The user lives in Lisbon", "user.city", t0.Add(day), "t2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ch.Restated) != 1 || ch.Restated[0].Fact.ID != longterm.VersionID(fact1ID) || !ch.Restated[0].Added {
+		t.Fatalf("the change: %+v, want Paris restated as its second version", ch)
+	}
+	if live := liveContents(t, store); !slices.Equal(live, []string{"The user lives in Paris"}) {
+		t.Fatalf("live facts %v, want Paris", live)
+	}
+	v2, _ := store.Fact(ctx, "acme", "alice", longterm.VersionID(fact1ID))
+	if !v2.ValidFrom.Equal(t0.Add(2*day)) || !slices.Equal(v2.Provenance, []string{"t3"}) {
+		t.Fatalf("Paris's second version: %+v", v2)
+	}
+	lisbon, _ := store.Fact(ctx, "acme", "alice", "f-lisbon")
+	if lisbon.SupersededBy != v2.ID || !lisbon.LiveAt(t0.Add(day+time.Hour)) || lisbon.LiveAt(t0.Add(2*day)) {
+		t.Fatalf("Lisbon holds between the move and the restatement: %+v", lisbon)
+	}
+	first, _ := store.Fact(ctx, "acme", "alice", fact1ID)
+	if _, ok := first.StatedAt["unrelated"]; ok || len(first.StatedAt) != 2 {
+		t.Fatalf("the stored times are the provenance's only: %v", first.StatedAt)
+	}
+}
+
+// TestOlderFactWithALaterRestatement: Lisbon (day 1) is stored first, then Paris stated on day 0
+// and again on day 2: Paris goes into the history before Lisbon, and its day-2 statement is its
+// next version, live.
+func TestOlderFactWithALaterRestatement(t *testing.T) {
+	store, _ := open(t)
+	ctx := context.Background()
+	day := 24 * time.Hour
+	if _, err := store.AddFact(ctx, fact("f-lisbon", "The user lives in Lisbon", "user.city", t0.Add(day), "t2")); err != nil {
+		t.Fatal(err)
+	}
+	paris := fact(fact1ID, "The user lives in Paris", "user.city", t0, "t1", "t3")
+	paris.StatedAt = map[string]time.Time{"t1": t0, "t3": t0.Add(2 * day)}
+	ch, err := store.AddFact(ctx, paris)
+	if err != nil || ch.SupersededBy != "f-lisbon" || len(ch.Restated) != 1 {
+		t.Fatalf("the change: %+v %v", ch, err)
+	}
+	if live := liveContents(t, store); !slices.Equal(live, []string{"The user lives in Paris"}) {
+		t.Fatalf("live facts %v, want Paris", live)
+	}
+	if lisbon, _ := store.Fact(ctx, "acme", "alice", "f-lisbon"); lisbon.SupersededBy != longterm.VersionID(fact1ID) {
+		t.Fatalf("Lisbon: %+v", lisbon)
+	}
+}

@@ -182,6 +182,8 @@ type Gateway struct {
 	long     *longterm.Store
 	turns    jetstream.Stream
 
+	owners ownerCache // the owners of sessions read by the owner check (admit.go)
+
 	mcp mcpServers
 }
 

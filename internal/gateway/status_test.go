@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/agentmem/agentmem/internal/broker/brokertest"
 	"github.com/agentmem/agentmem/internal/deadletter"
 	"github.com/agentmem/agentmem/internal/gateway"
 	"github.com/agentmem/agentmem/pkg/events"
@@ -66,20 +67,19 @@ func (e *env) eventStatus(t *testing.T, tenant, session, id string) (gateway.Eve
 // along.
 func (e *env) waitStatus(t *testing.T, tenant, session, id, want string, along ...string) gateway.EventStatus {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var got gateway.EventStatus
+	brokertest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
 		s, ok := e.eventStatus(t, tenant, session, id)
 		if ok && s.Status == want {
-			return s
+			got = s
+			return nil
 		}
 		if ok && !strings.Contains(strings.Join(along, " "), s.Status) {
 			t.Fatalf("event %s is %q (%s) while waiting for %q", id, s.Status, s.Reason, want)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("event %s is not %q after 20s (last: found %v, %+v)", id, want, ok, s)
-		}
-		time.Sleep(20 * time.Millisecond) // a poll interval, not a wait for an event
-	}
+		return fmt.Errorf("event %s is not %q (found %v, %+v)", id, want, ok, s)
+	})
+	return got
 }
 
 // pauseIngest pauses every ingest consumer until the returned func resumes them.

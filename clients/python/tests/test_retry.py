@@ -103,7 +103,9 @@ class RetryTest(unittest.TestCase):
         self.assertEqual(first["headers"].get("Content-Type"), "application/cloudevents+json")
 
     def test_429_with_retry_after_as_a_date_is_retried(self) -> None:
-        when = email.utils.formatdate(time.time() + 1, usegmt=True)
+        # An HTTP date has whole seconds: two seconds ahead is still at least one ahead once
+        # truncated, so the wait is never 0 however late in its second the test runs.
+        when = email.utils.formatdate(time.time() + 2, usegmt=True)
         script = Script((429, {"Retry-After": when}, problem(429, "tenant acme is over its retrieve rate")),
                         (200, {}, RETRIEVE))
         waits: List[float] = []

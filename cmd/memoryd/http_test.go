@@ -3,14 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 func freeAddr(t *testing.T) string {
@@ -27,53 +25,7 @@ func freeAddr(t *testing.T) string {
 // checks that one listener serves the HTTP API (a turn published over HTTP is read back),
 // the inspector page and its API, /metrics and the health endpoints.
 func TestHTTPServesAPIInspectorAndMetrics(t *testing.T) {
-	dir := t.TempDir()
-	tokens := filepath.Join(dir, "tokens.json")
-	if err := os.WriteFile(tokens, []byte(`{"tok-acme":"acme"}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	addr := freeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"--listen", freeAddr(t), "--data", filepath.Join(dir, "data"), "--http", addr,
-			"--http-tokens", tokens, "--inspector-token", "insp", "--log-level", "error"})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("memoryd: %v", err)
-		}
-	})
-	base := "http://" + addr
-	do := func(method, path, token, ctype, body string) (int, string) {
-		t.Helper()
-		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		if ctype != "" {
-			req.Header.Set("Content-Type", ctype)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if code, _ := do("GET", "/readyz", "", "", ""); code == http.StatusOK {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("memoryd's HTTP server not ready within 30s")
-		}
-		tick := time.NewTimer(50 * time.Millisecond)
-		<-tick.C
-	}
+	do := startMemoryd(t, "--http-tokens", writeFile(t, "tokens.json", `{"tok-acme":"acme"}`), "--inspector-token", "insp")
 	ev := `{"specversion":"1.0","id":"t1","type":"agentmem.turn.v1","source":"test","subject":"s1",` +
 		`"datacontenttype":"application/json","data":{"user":"u1","role":"user","content":"我喜欢喝龙井茶"}}`
 	if code, body := do("POST", "/v1/tenants/acme/events", "tok-acme", "application/cloudevents+json", ev); code != http.StatusAccepted {

@@ -11,9 +11,18 @@ import (
 	"time"
 )
 
+// request sends a request to a memoryd started by startMemoryd: a bearer token and a content
+// type ("" for none); it answers the status and the body.
+type request func(method, path, token, ctype, body string) (int, string)
+
+// get sends a GET with a bearer token ("" for none).
+func (do request) get(path, token string) (int, string) {
+	return do(http.MethodGet, path, token, "", "")
+}
+
 // startMemoryd runs memoryd with an HTTP listener and args, waits until it is ready, and returns
-// a function that sends a GET with a bearer token ("" for none) and answers the status and body.
-func startMemoryd(t *testing.T, args ...string) func(path, token string) (int, string) {
+// a function that sends it requests.
+func startMemoryd(t *testing.T, args ...string) request {
 	t.Helper()
 	dir := t.TempDir()
 	addr := freeAddr(t)
@@ -29,11 +38,14 @@ func startMemoryd(t *testing.T, args ...string) func(path, token string) (int, s
 			t.Errorf("memoryd: %v", err)
 		}
 	})
-	get := func(path, token string) (int, string) {
+	do := func(method, path, token, ctype, body string) (int, string) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
+		req, _ := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		if ctype != "" {
+			req.Header.Set("Content-Type", ctype)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -50,8 +62,8 @@ func startMemoryd(t *testing.T, args ...string) func(path, token string) (int, s
 			t.Fatalf("memoryd stopped: %v", err)
 		default:
 		}
-		if code, _ := get("/readyz", ""); code == http.StatusOK {
-			return get
+		if code, _ := do(http.MethodGet, "/readyz", "", "", ""); code == http.StatusOK {
+			return do
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("memoryd's HTTP server not ready within 30s")
@@ -75,7 +87,7 @@ func writeFile(t *testing.T, name, content string) string {
 // memoryd keeps serving loopback callers without one.
 func TestInspectorWithTenantsNeedsItsOwnToken(t *testing.T) {
 	t.Run("tenants", func(t *testing.T) {
-		get := startMemoryd(t, "--http-tokens", writeFile(t, "tokens.json", `{"tok-acme":"acme","tok-beta":"beta"}`))
+		get := startMemoryd(t, "--http-tokens", writeFile(t, "tokens.json", `{"tok-acme":"acme","tok-beta":"beta"}`)).get
 		for _, tok := range []string{"", "tok-acme"} {
 			code, body := get("/inspector/api/tenants", tok)
 			if code != http.StatusForbidden || !strings.Contains(body, "--inspector-token") {
@@ -87,7 +99,7 @@ func TestInspectorWithTenantsNeedsItsOwnToken(t *testing.T) {
 		}
 	})
 	t.Run("single-user", func(t *testing.T) {
-		get := startMemoryd(t)
+		get := startMemoryd(t).get
 		if code, body := get("/inspector/api/tenants", ""); code != http.StatusOK {
 			t.Fatalf("single-user inspector on loopback: %d %s", code, body)
 		}
@@ -99,7 +111,7 @@ func TestInspectorTokenScopedToOneTenant(t *testing.T) {
 	get := startMemoryd(t,
 		"--http-tokens", writeFile(t, "tokens.json", `{"tok-acme":"acme","tok-beta":"beta"}`),
 		"--inspector-token", "ops-all",
-		"--inspector-tokens", writeFile(t, "inspector.json", `{"ops-acme":"acme"}`))
+		"--inspector-tokens", writeFile(t, "inspector.json", `{"ops-acme":"acme"}`)).get
 	if code, body := get("/inspector/api/tenants", "ops-acme"); code != http.StatusOK || !strings.Contains(body, `"acme"`) || strings.Contains(body, "beta") {
 		t.Fatalf("tenants seen by acme's operator: %d %s", code, body)
 	}

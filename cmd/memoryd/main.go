@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -42,6 +43,8 @@ func run(ctx context.Context, args []string) error {
 	natsConfig := fs.String("nats-config", "", "nats-server configuration file (authorization, TLS); SIGHUP reloads it")
 	creds := fs.String("creds", "", "credentials file of memoryd's own (worker) user, when the configuration requires one (memctl auth writes it)")
 	nkey := fs.String("nkey", "", "NKey seed file of memoryd's own credential, for a hand-written configuration with NKey users")
+	durability := fs.String("durability", string(broker.DurabilitySync), "when an acknowledged write is on disk: sync (every write synced before its acknowledgement; survives a power cut) or interval (synced every --sync-interval; a power cut loses up to that much); docs/operations.md")
+	syncInterval := fs.Duration("sync-interval", 2*time.Minute, "how often --durability interval syncs to disk")
 	maxPayload := fs.Int("max-payload", 0, "largest message the server accepts in bytes (0: NATS default, 1 MiB)")
 	summaryTokens := fs.Int("summary-tokens", 2000, "token cap a compression range is accounted at")
 	maxContent := fs.Int("max-content-bytes", 256<<10, "largest turn content accepted")
@@ -77,6 +80,10 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer settings.ShutdownTracing(tp, log)
+	dur, err := broker.ParseDurability(*durability)
+	if err != nil {
+		return fmt.Errorf("--durability: %w", err)
+	}
 	lim, err := settings.Limiter(*limitsFile)
 	if err != nil {
 		return err
@@ -121,7 +128,8 @@ func run(ctx context.Context, args []string) error {
 		prev = p
 	}
 	cfg := daemon.Config{
-		Broker:   broker.Config{Listen: *listen, DataDir: *data, ConfigFile: *natsConfig, MaxPayload: int32(*maxPayload)},
+		Broker: broker.Config{Listen: *listen, DataDir: *data, ConfigFile: *natsConfig, MaxPayload: int32(*maxPayload),
+			Durability: dur, SyncInterval: *syncInterval},
 		Topology: topo.Events(),
 		Ingest: ingest.Config{
 			Budget: budget.Memory(), Tokenizer: budget.Tokenizer, SummaryTokens: *summaryTokens,

@@ -34,6 +34,38 @@ type Config struct {
 	Debug bool
 	// ReadyTimeout bounds the wait for the server to accept connections (10s).
 	ReadyTimeout time.Duration
+	// Durability is when JetStream writes reach the disk (default DurabilitySync). It overrides
+	// a configuration file's jetstream sync_interval.
+	Durability Durability
+	// SyncInterval is how often DurabilityInterval syncs to disk (default 2 minutes, NATS's).
+	SyncInterval time.Duration
+}
+
+// Durability names when an acknowledged write is on disk. See docs/operations.md, "Durability".
+type Durability string
+
+// The durability modes.
+const (
+	// DurabilitySync (the default, "sync") syncs every JetStream write to disk (fsync) before the
+	// server acknowledges it: an acknowledged turn survives a power cut or a kernel crash.
+	// nats-server's sync_interval: always. Writes that arrive together are synced together when
+	// their publisher sends them as one atomic batch (the HTTP gateway's batches).
+	DurabilitySync Durability = "sync"
+	// DurabilityInterval ("interval") writes to the operating system before the acknowledgement
+	// and syncs to disk every SyncInterval (nats-server's default): a process crash loses
+	// nothing, a power cut or kernel crash loses up to SyncInterval of acknowledged writes.
+	DurabilityInterval Durability = "interval"
+)
+
+// ParseDurability parses a --durability value ("" is DurabilitySync).
+func ParseDurability(s string) (Durability, error) {
+	switch d := Durability(strings.ToLower(strings.TrimSpace(s))); d {
+	case "", DurabilitySync:
+		return DurabilitySync, nil
+	case DurabilityInterval:
+		return d, nil
+	}
+	return "", fmt.Errorf("durability %q: want sync (acknowledged = on disk, the default) or interval (synced every --sync-interval)", s)
 }
 
 // Broker is a running embedded NATS server.
@@ -166,6 +198,14 @@ func options(cfg Config) (*server.Options, error) {
 	}
 	opts.JetStream = true
 	opts.StoreDir = cfg.DataDir
+	d, err := ParseDurability(string(cfg.Durability))
+	if err != nil {
+		return nil, err
+	}
+	opts.SyncAlways = d == DurabilitySync
+	if cfg.SyncInterval > 0 {
+		opts.SyncInterval = cfg.SyncInterval
+	}
 	opts.NoSigs = true
 	if cfg.MaxPayload > 0 {
 		opts.MaxPayload = cfg.MaxPayload

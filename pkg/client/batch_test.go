@@ -69,3 +69,94 @@ func TestPublishAllStoresInOrderAndReportsEachMessage(t *testing.T) {
 		}
 	}
 }
+
+// PublishAtomic stores a batch as atomic batches: every message at the sequence it reports, in
+// order and contiguous; a batch holding an id the stream stored before, or the same id twice, is
+// published message by message instead (the stored ones come back as duplicates); a stream
+// without atomic publish gets every message too. The caller's messages are left as they were.
+func TestPublishAtomic(t *testing.T) {
+	env := brokertest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, sc := range []jetstream.StreamConfig{
+		{Name: "A", Subjects: []string{"a.>"}, AllowAtomicPublish: true},
+		{Name: "P", Subjects: []string{"p.>"}},
+	} {
+		if _, err := env.JS.CreateStream(ctx, sc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	js, err := jetstream.New(env.Connect(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := func(prefix string, from, n int) []*nats.Msg {
+		var msgs []*nats.Msg
+		for i := from; i < from+n; i++ {
+			m := nats.NewMsg(fmt.Sprintf("%s.s%d", prefix, i%7))
+			m.Data = fmt.Appendf(nil, "%d", i)
+			m.Header.Set(jetstream.MsgIDHeader, fmt.Sprint(i))
+			msgs = append(msgs, m)
+		}
+		return msgs
+	}
+	check := func(name, stream string, msgs []*nats.Msg, res []client.Published, dups map[int]bool) {
+		t.Helper()
+		if len(res) != len(msgs) {
+			t.Fatalf("%s: %d results for %d messages", name, len(res), len(msgs))
+		}
+		s, err := js.Stream(ctx, stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range res {
+			if r.Err != nil || r.Ack == nil {
+				t.Fatalf("%s: message %d: %+v", name, i, r)
+			}
+			if r.Ack.Duplicate != dups[i] {
+				t.Fatalf("%s: message %d: duplicate %v, want %v", name, i, r.Ack.Duplicate, dups[i])
+			}
+			got, err := s.GetMsg(ctx, r.Ack.Sequence)
+			if err != nil {
+				t.Fatalf("%s: message %d at sequence %d: %v", name, i, r.Ack.Sequence, err)
+			}
+			if got.Header.Get(jetstream.MsgIDHeader) != msgs[i].Header.Get(jetstream.MsgIDHeader) || string(got.Data) != string(msgs[i].Data) {
+				t.Fatalf("%s: sequence %d holds %q, not message %d", name, r.Ack.Sequence, got.Data, i)
+			}
+			if len(msgs[i].Header) != 1 {
+				t.Fatalf("%s: message %d's headers were changed: %v", name, i, msgs[i].Header)
+			}
+		}
+	}
+
+	first := batch("a", 0, 150)
+	res := client.PublishAtomic(ctx, js, first, 5*time.Second)
+	check("atomic", "A", first, res, nil)
+	for i := 1; i < len(res); i++ {
+		if res[i].Ack.Sequence != res[i-1].Ack.Sequence+1 || res[i].Attempts != 1 {
+			t.Fatalf("message %d: %+v after %+v: want the next sequence, sent once", i, res[i], res[i-1])
+		}
+	}
+
+	// A retried batch with new messages: the batch is refused whole, then sent one by one.
+	retry := append(batch("a", 140, 20), batch("a", 0, 1)...)
+	res = client.PublishAtomic(ctx, js, retry, 5*time.Second)
+	dups := map[int]bool{20: true}
+	for i := range 10 {
+		dups[i] = true
+	}
+	check("retried", "A", retry, res, dups)
+
+	// The same id twice in one batch.
+	twice := batch("a", 500, 5)
+	twice = append(twice, twice[2])
+	check("twice", "A", twice, client.PublishAtomic(ctx, js, twice, 5*time.Second), map[int]bool{5: true})
+
+	// A stream without atomic publish.
+	plain := batch("p", 0, 30)
+	check("plain", "P", plain, client.PublishAtomic(ctx, js, plain, 5*time.Second), nil)
+
+	// More than one atomic batch.
+	big := batch("a", 1000, client.MaxAtomicBatch+7)
+	check("big", "A", big, client.PublishAtomic(ctx, js, big, 10*time.Second), nil)
+}

@@ -168,7 +168,8 @@ func streamDiffers(have, want jetstream.StreamConfig) bool {
 		want.Retention != have.Retention || want.Discard != have.Discard || want.MaxAge != have.MaxAge ||
 		(want.MaxBytes != 0 && want.MaxBytes != have.MaxBytes) || want.Storage != have.Storage ||
 		(want.Replicas != 0 && want.Replicas != have.Replicas) ||
-		(want.Duplicates != 0 && want.Duplicates != have.Duplicates) || want.AllowDirect != have.AllowDirect
+		(want.Duplicates != 0 && want.Duplicates != have.Duplicates) || want.AllowDirect != have.AllowDirect ||
+		want.AllowAtomicPublish != have.AllowAtomicPublish
 }
 
 // consumerDiffers reports whether a field agentmem sets (a zero value: the server's default)

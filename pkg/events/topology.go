@@ -194,6 +194,10 @@ func PartitionedSubject(p int, tenant, session string) string {
 // TurnsStreamConfig is the archive: every turn and session end, partitioned by (tenant, session)
 // with a subject transform, "memory.turns.<t>.<s>" stored as "<p>.memory.turns.<t>.<s>". Subjects of
 // any other shape are stored as published so that ingest can dead-letter them with a reason.
+//
+// Atomic batch publish is allowed (nats-server 2.12+): a batch of turns is stored all or nothing
+// and, with the server syncing every write (memoryd's default durability), synced to disk once
+// for the whole batch instead of once per turn. The HTTP gateway publishes its batches so.
 func (t Topology) TurnsStreamConfig() jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:        t.TurnsStream(),
@@ -211,6 +215,8 @@ func (t Topology) TurnsStreamConfig() jetstream.StreamConfig {
 		Replicas:    t.Replicas,
 		Duplicates:  t.DuplicateWindow,
 		AllowDirect: true,
+
+		AllowAtomicPublish: true,
 	}
 }
 

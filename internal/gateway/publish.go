@@ -149,14 +149,16 @@ func (g *Gateway) publishBatch(w http.ResponseWriter, r *http.Request, tenant st
 		writeProblem(w, r, p)
 		return
 	}
-	// All at once (asynchronous publishes over one connection, stored in order), answered when
-	// every acknowledgement is in: a batch costs about one round trip to JetStream.
+	// All at once, as one atomic batch (stored in order, all or nothing, with one disk sync when
+	// the server syncs every write), answered when JetStream acknowledged it: a batch costs about
+	// one round trip and one sync. A batch the stream refuses whole (an event it stored before)
+	// is published message by message (client.PublishAtomic).
 	msgs := make([]*nats.Msg, len(evs))
 	for i, ev := range evs {
 		msgs[i] = ev.msg
 	}
 	out := BatchResult{Results: make([]PublishResult, 0, len(evs))}
-	for i, res := range client.PublishAll(ctx, g.js, msgs, publishAttempt) {
+	for i, res := range client.PublishAtomic(ctx, g.js, msgs, publishAttempt) {
 		if res.Err != nil {
 			p := g.publishProblem(res.Err)
 			stored := "nothing before it was stored"

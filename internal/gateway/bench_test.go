@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmem/agentmem/internal/gateway"
 	"github.com/agentmem/agentmem/pkg/client"
@@ -277,4 +278,111 @@ func BenchmarkRetrieve(b *testing.B) {
 		p.add(h, n)
 	}
 	p.report(b, "retrieves")
+}
+
+// BenchmarkDurable measures the goals of durable ingestion side by side in one run, against one
+// in-process agentmem with the default durability (every write synced before it is
+// acknowledged) whose workers apply the turns meanwhile: one op is a turn.
+//
+//   - raw-durable-msgs/s: 512-byte messages published straight to a plain stream of the same
+//     server, asynchronously with up to 1000 unacknowledged (as memprobe load -skip-service
+//     does): one disk sync per message, the baseline of the ratios;
+//   - http-batch-turns/s: batches of 100 turns posted by 8 clients at once (atomic batches, one
+//     sync per batch), and batch-x-raw, its ratio to the baseline (goal: 3);
+//   - http-single-turns/s: one turn per request from 8 clients at once (at most 2000 turns), and
+//     single-x-raw (goal: 0.9).
+func BenchmarkDurable(b *testing.B) {
+	e := start(b, gateway.Config{})
+	ctx := context.Background()
+	if _, err := e.js.CreateStream(ctx, jetstream.StreamConfig{Name: "RAW_DURABLE", Subjects: []string{"raw.>"},
+		Storage: jetstream.FileStorage, Duplicates: 2 * time.Minute}); err != nil {
+		b.Fatal(err)
+	}
+	hc := benchClient()
+	url := e.srv.URL + "/v1/tenants/acme/events"
+	content := strings.Repeat("durable ", 64)
+	var n atomic.Int64
+	event := func(prefix string) (any, string) {
+		i := n.Add(1)
+		turn := events.Turn{Role: "user", Content: content, User: fmt.Sprintf("u%d", i%100)}
+		return structured(fmt.Sprintf("%s%d", prefix, i), fmt.Sprintf("%ss%d", prefix, i%100), events.TypeTurn, turn), fmt.Sprint(i)
+	}
+	const clients = 8
+	spread := func(jobs int, do func(k int)) time.Duration {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		return timed(func() {
+			for range clients {
+				wg.Go(func() {
+					for k := int(next.Add(1)) - 1; k < jobs; k = int(next.Add(1)) - 1 {
+						do(k)
+					}
+				})
+			}
+			wg.Wait()
+		})
+	}
+	send := func(ctype, body string) {
+		resp, err := hc.Post(url, ctype, strings.NewReader(body))
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted {
+			b.Errorf("status %d: %s", resp.StatusCode, data)
+		}
+	}
+
+	// The baseline.
+	rjs, err := jetstream.New(e.nc, jetstream.WithPublishAsyncMaxPending(1000))
+	if err != nil {
+		b.Fatal(err)
+	}
+	payload := []byte(strings.Repeat("x", 512))
+	rawTime := timed(func() {
+		for i := range b.N {
+			m := nats.NewMsg(fmt.Sprintf("raw.s%d", i%100))
+			m.Data = payload
+			m.Header.Set(jetstream.MsgIDHeader, fmt.Sprint(i))
+			if _, err := rjs.PublishMsgAsync(m); err != nil {
+				b.Fatal(err)
+			}
+		}
+		select {
+		case <-rjs.PublishAsyncComplete():
+		case <-time.After(5 * time.Minute):
+			b.Fatal("raw publishes not acknowledged in 5 minutes")
+		}
+	})
+
+	batches := (b.N + 99) / 100
+	bodies := make([]string, batches)
+	for k := range bodies {
+		batch := make([]any, min(100, b.N-k*100))
+		for j := range batch {
+			batch[j], _ = event("b")
+		}
+		body, _ := json.Marshal(batch)
+		bodies[k] = string(body)
+	}
+	batchTime := spread(batches, func(k int) { send(gateway.ContentTypeBatch, bodies[k]) })
+
+	singles := make([]string, min(b.N, 2000))
+	for k := range singles {
+		ev, _ := event("o")
+		body, _ := json.Marshal(ev)
+		singles[k] = string(body)
+	}
+	singleTime := spread(len(singles), func(k int) { send(events.ContentTypeStructured, singles[k]) })
+
+	raw := float64(b.N) / rawTime.Seconds()
+	batch := float64(b.N) / batchTime.Seconds()
+	single := float64(len(singles)) / singleTime.Seconds()
+	b.ReportMetric(raw, "raw-durable-msgs/s")
+	b.ReportMetric(batch, "http-batch-turns/s")
+	b.ReportMetric(single, "http-single-turns/s")
+	b.ReportMetric(batch/raw, "batch-x-raw")
+	b.ReportMetric(single/raw, "single-x-raw")
 }

@@ -12,8 +12,9 @@ import (
 // batcher gathers the texts of the messages being handled into batches: one Embed call for up to
 // size texts, made when the batch is full or wait after its first text arrived. Every caller gets
 // its own vector, or the batch's error. Texts to be stored (embedAndStore) are stored by the
-// batch: the vectors of one owner and model in one pack (store), so that a batch costs a write
-// per user, not per text.
+// batch: the vectors of one owner and model in one pack, and the packs of the batch in one call
+// of store (one atomic write where the bucket allows it), so that a batch costs one disk sync,
+// not one per user or per text.
 type batcher struct {
 	emb  embed.Embedder
 	size int
@@ -21,8 +22,8 @@ type batcher struct {
 	reqs chan batchReq
 	// embedded counts the texts embedded (for the metrics).
 	embedded func(n int)
-	// store writes vectors of one owner and model as one pack.
-	store func(ctx context.Context, vs []Vector) error
+	// store writes packs, each the vectors of one owner and model, and returns each pack's error.
+	store func(ctx context.Context, packs [][]Vector) []error
 }
 
 type batchReq struct {
@@ -167,19 +168,25 @@ func (b *batcher) call(ctx context.Context, batch []batchReq) {
 		}
 		groups[o] = append(groups[o], i)
 	}
-	var wg sync.WaitGroup
-	for _, o := range order {
-		wg.Go(func() {
-			idx := groups[o]
-			vs := make([]Vector, len(idx))
-			for j, i := range idx {
-				vs[j] = *batch[i].put
-			}
-			err := b.store(cctx, vs)
-			for _, i := range idx {
-				batch[i].out <- batchRes{vec: vecs[i], err: err}
-			}
-		})
+	packs := make([][]Vector, len(order))
+	for k, o := range order {
+		idx := groups[o]
+		packs[k] = make([]Vector, len(idx))
+		for j, i := range idx {
+			packs[k][j] = *batch[i].put
+		}
 	}
-	wg.Wait()
+	var errs []error
+	if len(packs) > 0 {
+		errs = b.store(cctx, packs)
+	}
+	for k, o := range order {
+		var err error
+		if k < len(errs) {
+			err = errs[k]
+		}
+		for _, i := range groups[o] {
+			batch[i].out <- batchRes{vec: vecs[i], err: err}
+		}
+	}
 }

@@ -166,7 +166,7 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, emb embed.Embe
 	}
 	w.turnsSince.Store(turns.CachedInfo().Created.UnixNano())
 	w.batch = &batcher{emb: emb, size: cfg.BatchSize, wait: cfg.BatchWait, reqs: make(chan batchReq),
-		embedded: func(n int) { cfg.Metrics.Embedded(emb.Name(), n) }, store: w.storePack}
+		embedded: func(n int) { cfg.Metrics.Embedded(emb.Name(), n) }, store: w.storePacks}
 	dlq := deadletter.NewWriter(js, 0).Instrument(cfg.Metrics, "embedder")
 	place := func(m worker.Subjected) (string, string) {
 		a, err := events.ParseEventSubject(m.Subject())
@@ -345,18 +345,22 @@ func (w *Worker) gone(ctx context.Context, tenant, user, id string, kind byte) (
 	return false, err
 }
 
-// storePack stores the vectors of a batch of one owner and model as a pack.
-func (w *Worker) storePack(ctx context.Context, vs []Vector) error {
-	if _, err := w.vectors.PutPack(ctx, vs); err != nil {
-		return err
+// storePacks stores the packs of a batch (each the vectors of one owner and model) at once and
+// returns each pack's error.
+func (w *Worker) storePacks(ctx context.Context, packs [][]Vector) []error {
+	errs := w.vectors.PutPacks(ctx, packs)
+	for k, vs := range packs {
+		if errs[k] != nil {
+			continue
+		}
+		ids := make([]string, len(vs))
+		for i, v := range vs {
+			ids[i] = v.ID
+			w.cfg.Metrics.VectorStored(kindName(v.Kind))
+		}
+		w.packs.add(vs[0].Tenant, vs[0].User, vs[0].Model, ids)
 	}
-	ids := make([]string, len(vs))
-	for i, v := range vs {
-		ids[i] = v.ID
-		w.cfg.Metrics.VectorStored(kindName(v.Kind))
-	}
-	w.packs.add(vs[0].Tenant, vs[0].User, vs[0].Model, ids)
-	return nil
+	return errs
 }
 
 // handleSummary embeds a summary (the compressor stored it in the long-term bucket before

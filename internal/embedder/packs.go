@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
+	"github.com/synadia-io/orbit.go/jetstreamext"
 
 	"github.com/agentmem/agentmem/internal/integrity"
 	"github.com/agentmem/agentmem/internal/wire"
@@ -106,7 +109,71 @@ func DecodePack(b []byte) ([]Vector, error) {
 // PutPack stores vectors of one owner and model (vs[0]'s) as one pack, or several when they
 // exceed maxPackBytes, and returns the keys written.
 func (s *Vectors) PutPack(ctx context.Context, vs []Vector) ([]string, error) {
+	parts, err := packParts(vs)
+	if err != nil {
+		return nil, err
+	}
 	var keys []string
+	for _, part := range parts {
+		key := PackKey(part[0].Tenant, part[0].User, part[0].Model, nuid.Next())
+		if _, err := s.kv.Create(ctx, key, EncodePack(part)); err != nil {
+			return keys, fmt.Errorf("storing %s: %w", key, err)
+		}
+		keys = append(keys, key)
+	}
+	return keys, nil
+}
+
+// PutPacks stores several packs (PutPack's vs each) and returns each one's error. They are
+// written as one JetStream atomic batch when the bucket's stream allows it (events.Topology
+// enables it): all or nothing, and on a server that syncs every write, one disk sync for the
+// whole batch instead of one per pack. When the batch fails (a server or bucket without atomic
+// publish, a timeout) each pack is written on its own under the same keys; a key the batch stored
+// already counts as written.
+func (s *Vectors) PutPacks(ctx context.Context, packs [][]Vector) []error {
+	errs := make([]error, len(packs))
+	type write struct {
+		pack int
+		key  string
+		data []byte
+	}
+	var writes []write
+	for k, vs := range packs {
+		parts, err := packParts(vs)
+		if err != nil {
+			errs[k] = err
+			continue
+		}
+		for _, part := range parts {
+			writes = append(writes, write{k, PackKey(part[0].Tenant, part[0].User, part[0].Model, nuid.Next()), EncodePack(part)})
+		}
+	}
+	if len(writes) > 1 && len(writes) <= maxAtomicBatch {
+		msgs := make([]*nats.Msg, len(writes))
+		for i, w := range writes {
+			msgs[i] = &nats.Msg{Subject: "$KV." + s.bucket + "." + w.key, Data: w.data, Header: nats.Header{}}
+		}
+		if _, err := jetstreamext.PublishMsgBatch(ctx, s.js, msgs); err == nil {
+			return errs
+		}
+	}
+	for _, w := range writes {
+		if errs[w.pack] != nil {
+			continue
+		}
+		if _, err := s.kv.Create(ctx, w.key, w.data); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+			errs[w.pack] = fmt.Errorf("storing %s: %w", w.key, err)
+		}
+	}
+	return errs
+}
+
+// maxAtomicBatch is the most messages nats-server takes in one atomic batch (its default limit).
+const maxAtomicBatch = 1000
+
+// packParts splits vectors of one owner and model into packs of at most maxPackBytes.
+func packParts(vs []Vector) ([][]Vector, error) {
+	var parts [][]Vector
 	for len(vs) > 0 {
 		n, size := 0, 0
 		for n < len(vs) && (n == 0 || size+len(vs[n].Q)+len(vs[n].ID)+16 <= maxPackBytes) {
@@ -117,17 +184,13 @@ func (s *Vectors) PutPack(ctx context.Context, vs []Vector) ([]string, error) {
 		vs = vs[n:]
 		for _, v := range part[1:] {
 			if v.Tenant != part[0].Tenant || v.User != part[0].User || v.Model != part[0].Model {
-				return keys, fmt.Errorf("embedder: a pack holds one owner and model: %s/%s/%s and %s/%s/%s",
+				return nil, fmt.Errorf("embedder: a pack holds one owner and model: %s/%s/%s and %s/%s/%s",
 					part[0].Tenant, part[0].User, part[0].Model, v.Tenant, v.User, v.Model)
 			}
 		}
-		key := PackKey(part[0].Tenant, part[0].User, part[0].Model, nuid.Next())
-		if _, err := s.kv.Create(ctx, key, EncodePack(part)); err != nil {
-			return keys, fmt.Errorf("storing %s: %w", key, err)
-		}
-		keys = append(keys, key)
+		parts = append(parts, part)
 	}
-	return keys, nil
+	return parts, nil
 }
 
 // Entries decodes the value of a vector key or a pack key and checks it against the key: the

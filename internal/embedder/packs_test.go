@@ -138,14 +138,17 @@ func TestBatchStoresOnePackPerOwner(t *testing.T) {
 		mu    sync.Mutex // the packs of a batch are written at once
 		packs [][]Vector
 	)
-	b := &batcher{emb: emb, store: func(_ context.Context, vs []Vector) error {
+	b := &batcher{emb: emb, store: func(_ context.Context, ps [][]Vector) []error {
 		mu.Lock()
 		defer mu.Unlock()
-		packs = append(packs, vs)
-		if vs[0].User == "bob" {
-			return errors.New("bob's pack not stored")
+		errs := make([]error, len(ps))
+		for k, vs := range ps {
+			packs = append(packs, vs)
+			if vs[0].User == "bob" {
+				errs[k] = errors.New("bob's pack not stored")
+			}
 		}
-		return nil
+		return errs
 	}}
 	var batch []batchReq
 	for i, user := range []string{"alice", "bob", "alice", "", "alice"} {
@@ -235,5 +238,77 @@ func TestPackIndexFindsStoredEntries(t *testing.T) {
 	fresh := newPackIndex(vectors, 100)
 	if got, _ := fresh.has(ctx, "acme", "alice", "m1", "d"); !got {
 		t.Fatal("a pack written before the ids were read is not found")
+	}
+}
+
+// TestPutPacksWritesOneAtomicBatch: the topology lets the vector bucket take atomic batches, and
+// PutPacks writes the packs of several owners in one (consecutive stream sequences, every vector
+// found by Scan); without atomic publish (a bucket from an older server) every pack is still
+// written, one at a time; a pack of mixed owners fails alone.
+func TestPutPacksWritesOneAtomicBatch(t *testing.T) {
+	env := brokertest.Start(t)
+	ctx := context.Background()
+	topo := events.DefaultTopology()
+	if err := topo.Ensure(ctx, env.JS); err != nil {
+		t.Fatal(err)
+	}
+	stream, err := env.JS.Stream(ctx, "KV_"+topo.VectorBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !stream.CachedInfo().Config.AllowAtomicPublish {
+		t.Fatal("the vector bucket's stream does not allow atomic batches")
+	}
+	vectors, err := OpenVectors(ctx, env.JS, topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := func(user, model string) []string {
+		t.Helper()
+		var ids []string
+		if err := vectors.Scan(ctx, "acme", user, model, func(v Vector) { ids = append(ids, v.ID) }); err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	before, err := stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mixed := append(packOf("acme", "carol", "m1", "x"), packOf("acme", "dave", "m1", "y")...)
+	errs := vectors.PutPacks(ctx, [][]Vector{packOf("acme", "alice", "m1", "a", "b"), mixed, packOf("acme", "bob", "m1", "c")})
+	if errs[0] != nil || errs[1] == nil || errs[2] != nil {
+		t.Fatalf("errors %v: want only the mixed pack's", errs)
+	}
+	after, err := stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.State.LastSeq != before.State.LastSeq+2 || after.State.Msgs != before.State.Msgs+2 {
+		t.Fatalf("stream went from %+v to %+v: want two packs", before.State, after.State)
+	}
+	if got := found("alice", "m1"); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("alice's vectors %v", got)
+	}
+	if got := found("bob", "m1"); !slices.Equal(got, []string{"c"}) {
+		t.Fatalf("bob's vectors %v", got)
+	}
+
+	// A bucket without atomic batches.
+	cfg := after.Config
+	cfg.AllowAtomicPublish = false
+	if _, err := env.JS.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	errs = vectors.PutPacks(ctx, [][]Vector{packOf("acme", "alice", "m2", "d"), packOf("acme", "bob", "m2", "e", "f")})
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatalf("without atomic batches: %v", errs)
+	}
+	if got := found("alice", "m2"); !slices.Equal(got, []string{"d"}) {
+		t.Fatalf("alice's m2 vectors %v", got)
+	}
+	if got := found("bob", "m2"); !slices.Equal(got, []string{"e", "f"}) {
+		t.Fatalf("bob's m2 vectors %v", got)
 	}
 }

@@ -346,7 +346,7 @@ func BenchmarkDurable(b *testing.B) {
 			m := nats.NewMsg(fmt.Sprintf("raw.s%d", i%100))
 			m.Data = payload
 			m.Header.Set(jetstream.MsgIDHeader, fmt.Sprint(i))
-			if _, err := rjs.PublishMsgAsync(m); err != nil {
+			if _, err := rjs.PublishMsgAsync(m, jetstream.WithStallWait(time.Minute)); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -48,6 +48,26 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 	})
 }
 
+// EnableAtomicPublish allows atomic batch publish (nats-server 2.12+) in stream, a bucket's
+// stream for instance (a KV bucket's configuration cannot say so); safe for many processes at
+// once. A server that does not know the setting keeps the stream as it was, and atomic batches
+// sent to it fail (their publishers then write one message at a time).
+func EnableAtomicPublish(ctx context.Context, js jetstream.JetStream, stream string) error {
+	return retry(ctx, func(ctx context.Context) error {
+		s, err := js.Stream(ctx, stream)
+		if err != nil {
+			return err
+		}
+		cfg := s.CachedInfo().Config
+		if cfg.AllowAtomicPublish {
+			return nil
+		}
+		cfg.AllowAtomicPublish = true
+		_, err = js.UpdateStream(ctx, cfg)
+		return err
+	})
+}
+
 // EnsureBucket creates the KV bucket of cfg, or updates it when a field agentmem sets differs;
 // safe for many processes at once.
 func EnsureBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {

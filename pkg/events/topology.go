@@ -469,6 +469,10 @@ func (t Topology) EnsureBuckets(ctx context.Context, js jetstream.JetStream) err
 			return fmt.Errorf("creating bucket %q: %w", kc.Bucket, err)
 		}
 	}
+	// The embedder writes the vector packs of a batch as one atomic batch (one disk sync).
+	if err := EnableAtomicPublish(ctx, js, "KV_"+t.VectorBucket()); err != nil {
+		return fmt.Errorf("allowing atomic batches in bucket %q: %w", t.VectorBucket(), err)
+	}
 	return nil
 }
 

@@ -39,6 +39,8 @@ type Store struct {
 	chunks  jetstream.KeyValue
 	now     func() time.Time
 	rep     *integrity.Reporter
+	// group writes concurrent commits together (group.go).
+	group *committer
 }
 
 // NewStore binds to the session and chunk buckets of topo, which must exist (Topology.Ensure).
@@ -51,7 +53,9 @@ func NewStore(ctx context.Context, js jetstream.JetStream, topo events.Topology)
 	if err != nil {
 		return nil, fmt.Errorf("binding bucket %q: %w", topo.ChunkBucket(), err)
 	}
-	return &Store{js: js, headers: h, chunks: c, now: time.Now}, nil
+	st := &Store{js: js, headers: h, chunks: c, now: time.Now}
+	st.group = &committer{st: st}
+	return st, nil
 }
 
 // Instrument returns a copy of st that reports the corrupt values it reads to r.
@@ -291,49 +295,39 @@ func (st *Store) Commit(ctx context.Context, s *State) (writes int, err error) {
 	}
 	h := s.Header
 	prev, n := h.Head, h.Chunks
+	var chunks []kvWrite
 	for _, part := range split(s.ops) {
 		n++
 		data, err := EncodeChunk(Chunk{Tenant: s.Key.Tenant, Session: s.Key.Session, Prev: prev, N: n, Ops: part})
 		if err != nil {
-			return writes, fmt.Errorf("encoding chunk: %w", err)
+			return 0, fmt.Errorf("encoding chunk: %w", err)
 		}
 		key := s.Key.String() + "." + nuid.Next()
-		if _, err := st.chunks.Create(ctx, key, data); err != nil {
-			return writes, fmt.Errorf("writing chunk %q: %w", key, err)
-		}
-		writes++
+		chunks = append(chunks, kvWrite{key: key, data: data})
 		prev = key
 	}
 	h.Head, h.Chunks = prev, n
 	h.Updated = st.now().UTC()
 	data, err := json.Marshal(h)
 	if err != nil {
-		return writes, fmt.Errorf("encoding header: %w", err)
+		return 0, fmt.Errorf("encoding header: %w", err)
 	}
-	var rev uint64
-	switch {
-	case s.rev == 0 && s.replaces == 0:
-		rev, err = st.headers.Create(ctx, s.Key.String(), data)
-		if errors.Is(err, jetstream.ErrKeyExists) {
-			return writes, fmt.Errorf("%w: %s was created meanwhile", ErrConflict, s.Key)
-		}
-	default:
-		// s.replaces: the corrupt header s stands in for, replaced only if it is still there.
-		expect := s.rev
-		if expect == 0 {
-			expect = s.replaces
-		}
-		rev, err = st.headers.Update(ctx, s.Key.String(), data, expect)
-		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
-			return writes, fmt.Errorf("%w: %s (expected revision %d)", ErrConflict, s.Key, expect)
-		}
+	// s.replaces: the corrupt header s stands in for, replaced only if it is still there.
+	create, expect := s.rev == 0 && s.replaces == 0, s.rev
+	if expect == 0 {
+		expect = s.replaces
 	}
-	if err != nil {
-		return writes, fmt.Errorf("writing header %q: %w", s.Key, err)
+	r := &commitReq{ctx: ctx, chunks: chunks, header: kvWrite{key: s.Key.String(), data: data}, create: create, expect: expect}
+	if st.group != nil {
+		st.group.commit(r)
+	} else {
+		r.rev, r.err = st.writeCommit(ctx, r.chunks, r.header, r.create, r.expect)
 	}
-	writes++
-	s.Header, s.rev, s.replaces, s.ops = h, rev, 0, nil
-	return writes, nil
+	if r.err != nil {
+		return len(chunks), r.err
+	}
+	s.Header, s.rev, s.replaces, s.ops = h, r.rev, 0, nil
+	return len(chunks) + 1, nil
 }
 
 // split cuts ops into parts whose encoding stays under maxChunkBytes.

@@ -469,9 +469,12 @@ func (t Topology) EnsureBuckets(ctx context.Context, js jetstream.JetStream) err
 			return fmt.Errorf("creating bucket %q: %w", kc.Bucket, err)
 		}
 	}
-	// The embedder writes the vector packs of a batch as one atomic batch (one disk sync).
-	if err := EnableAtomicPublish(ctx, js, "KV_"+t.VectorBucket()); err != nil {
-		return fmt.Errorf("allowing atomic batches in bucket %q: %w", t.VectorBucket(), err)
+	// The embedder writes the vector packs of a batch as one atomic batch, ingest the sessions it
+	// commits together (one disk sync each instead of one per write).
+	for _, b := range []string{t.VectorBucket(), t.SessionBucket(), t.ChunkBucket()} {
+		if err := EnableAtomicPublish(ctx, js, "KV_"+b); err != nil {
+			return fmt.Errorf("allowing atomic batches in bucket %q: %w", b, err)
+		}
 	}
 	return nil
 }

@@ -125,27 +125,67 @@ func NewIndex(cfg Config) *Index {
 // replaces an earlier one with its id. A document whose text has no terms still counts in
 // [Index.Len] and in the statistics, and never matches.
 func (ix *Index) Add(docs ...Doc) {
-	type prepared struct {
-		length int
-		tf     map[string]int32
-	}
-	prep := make([]prepared, len(docs))
+	prep := make([]Prepared, len(docs))
 	for i := range docs {
-		terms := search.Terms(docs[i].Text)
-		tf := make(map[string]int32, len(terms))
-		for _, t := range terms {
-			tf[t]++
-		}
-		prep[i] = prepared{len(terms), tf}
+		prep[i] = Prepare(docs[i])
 	}
+	ix.AddPrepared(prep...)
+}
+
+// Prepared is a document split into its distinct terms and their frequencies, ready to be added
+// to an index (AddPrepared). Splitting is most of the cost of adding a document, and needs no
+// index: Prepare may run on any goroutine, e.g. where the document is read.
+type Prepared struct {
+	Doc    Doc
+	length int32
+	terms  []string // distinct, in text order; substrings of Doc.Text where folding changed nothing
+	tfs    []int32  // the frequency of each of terms
+}
+
+// Prepare splits a document into terms for AddPrepared.
+func Prepare(d Doc) Prepared {
+	terms := search.Terms(d.Text)
+	p := Prepared{Doc: d, length: int32(len(terms))}
+	if len(terms) == 0 {
+		return p
+	}
+	// Counted in a map kept for the next call (its memory is reused: a new map per document
+	// was a fifth of what indexing allocated), the distinct terms written over terms.
+	cp := counts.Get().(*map[string]int32)
+	c := *cp
+	n := 0
+	for _, t := range terms {
+		if _, ok := c[t]; !ok {
+			terms[n] = t
+			n++
+		}
+		c[t]++
+	}
+	clear(terms[n:])
+	p.terms = terms[:n:n]
+	p.tfs = make([]int32, n)
+	for i, t := range p.terms {
+		p.tfs[i] = c[t]
+	}
+	clear(c)
+	counts.Put(cp)
+	return p
+}
+
+// counts holds the maps Prepare counts terms in.
+var counts = sync.Pool{New: func() any { m := make(map[string]int32, 256); return &m }}
+
+// AddPrepared indexes prepared documents as Add indexes documents.
+func (ix *Index) AddPrepared(docs ...Prepared) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	for i := range docs {
-		ix.add(&docs[i], prep[i].length, prep[i].tf)
+		ix.add(&docs[i])
 	}
 }
 
-func (ix *Index) add(d *Doc, length int, tf map[string]int32) {
+func (ix *Index) add(p *Prepared) {
+	d, length := &p.Doc, int(p.length)
 	if slot, ok := ix.slots[d.ID]; ok {
 		ix.remove([]int32{slot})
 	}
@@ -164,11 +204,12 @@ func (ix *Index) add(d *Doc, length int, tf map[string]int32) {
 	}
 	id := strings.Clone(d.ID)
 	ix.slots[id] = slot
-	nd := doc{id: id, group: -1, length: int32(length), weight: 1, nterms: int32(len(tf))}
+	nd := doc{id: id, group: -1, length: int32(length), weight: 1, nterms: int32(len(p.terms))}
 	if d.Role != "" && d.Role != "user" {
 		nd.weight = float32(ix.cfg.AgentTurn)
 	}
-	for t, n := range tf {
+	for ti, t := range p.terms {
+		n := p.tfs[ti]
 		tid, ok := ix.terms.find(ix.postings, t)
 		if !ok {
 			t = strings.Clone(t) // terms may be substrings of the text: do not keep it alive
@@ -183,15 +224,15 @@ func (ix *Index) add(d *Doc, length int, tf map[string]int32) {
 			ix.terms.insert(ix.postings, tid)
 			ix.bytes += len(t) + termEntryBytes + postingBytes
 		}
-		p := &ix.postings[tid]
-		if k := len(p.ents); k == 0 || p.ents[k-1].slot() < slot {
-			p.ents = append(p.ents, newEntry(slot, n))
+		post := &ix.postings[tid]
+		if k := len(post.ents); k == 0 || post.ents[k-1].slot() < slot {
+			post.ents = append(post.ents, newEntry(slot, n))
 		} else {
-			i, _ := slices.BinarySearchFunc(p.ents, slot, bySlot)
-			p.ents = slices.Insert(p.ents, i, newEntry(slot, n))
+			i, _ := slices.BinarySearchFunc(post.ents, slot, bySlot)
+			post.ents = slices.Insert(post.ents, i, newEntry(slot, n))
 		}
 	}
-	ix.bytes += len(id) + mapEntryBytes + docBytes + pairBytes*len(tf)
+	ix.bytes += len(id) + mapEntryBytes + docBytes + pairBytes*len(p.terms)
 	if d.Group != "" {
 		g, ok := ix.groups[d.Group]
 		if !ok {

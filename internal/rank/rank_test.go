@@ -474,3 +474,31 @@ func TestTermFrequencySaturates(t *testing.T) {
 		t.Errorf("after removing one: %v", got)
 	}
 }
+
+// Documents prepared on other goroutines, each counting its terms in a map another goroutine
+// used before, are indexed with the frequencies of their own text, as Add indexes them.
+func TestPrepareOnManyGoroutines(t *testing.T) {
+	docs := append(filler(10), conversation("s1",
+		"I deploy the deploy script, deploy it twice: deploy deploy",
+		"The rollback of the postgres deploy failed; rollback again",
+		"钢琴课改到周四，钢琴老师说的")...)
+	prep := make([]Prepared, len(docs))
+	var wg sync.WaitGroup
+	for i := range docs {
+		wg.Go(func() { prep[i] = Prepare(docs[i]) })
+	}
+	wg.Wait()
+	ix, ref := NewIndex(Config{}), NewIndex(Config{})
+	ix.AddPrepared(prep...)
+	ref.Add(docs...)
+	live := map[string]Doc{}
+	for _, d := range docs {
+		live[d.ID] = d
+	}
+	checkPostings(t, ix, live)
+	for _, q := range []string{"deploy rollback", "钢琴", "dessert recipe"} {
+		if got, want := ix.Search(q, 10), ref.Search(q, 10); !slices.Equal(ids(got), ids(want)) {
+			t.Fatalf("%q: %v, Add gives %v", q, ids(got), ids(want))
+		}
+	}
+}

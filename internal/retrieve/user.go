@@ -185,11 +185,13 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 			dirty = append(dirty, as)
 		}
 	}
-	// Sessions are read concurrently (each its own state and stream subject), then added to the
-	// view in one place.
+	// Sessions are read concurrently (each its own state and stream subject), their turns split
+	// into terms where they are read (most of the cost of indexing, on every core while others
+	// wait for the stream), then added to the view in one place.
 	type read struct {
 		as      *archiveSession
 		entries []memory.Entry
+		docs    []rank.Prepared // entries' documents, in the same order
 		upTo    uint64
 		foreign bool
 		// reset: the stored session no longer extends what the view read (a forget's
@@ -231,6 +233,7 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 					e := memory.Entry{ID: t.id, Type: memory.TypeForRole(t.role), Role: t.role, Content: t.content,
 						Timestamp: t.at, Seq: m.Sequence, Metadata: t.metadata} // completed by turnMeta below
 					r.entries = append(r.entries, e)
+					r.docs = append(r.docs, rank.Prepare(rank.Doc{ID: e.ID, Text: e.Content, Group: as.state.Key.Session, Pos: int(e.Seq), Role: e.Role, Time: e.Timestamp, Kind: "turn"}))
 					return nil
 				})
 				if err != nil {
@@ -254,17 +257,17 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 			r.as.dirty = false
 			continue
 		}
-		docs := make([]rank.Doc, 0, len(r.entries))
-		for _, e := range r.entries {
+		docs := r.docs[:0]
+		for i, e := range r.entries {
 			if _, dup := u.archive[e.ID]; dup {
 				continue
 			}
 			e.Metadata = u.turnMeta(e.Metadata, e.Role, r.as.state.Key.Session)
 			u.archive[e.ID] = e
-			docs = append(docs, rank.Doc{ID: e.ID, Text: e.Content, Group: r.as.state.Key.Session, Pos: int(e.Seq), Role: e.Role, Time: e.Timestamp, Kind: "turn"})
+			docs = append(docs, r.docs[i])
 			u.bytes.Add(archivedBytes(e))
 		}
-		u.archIdx.Add(docs...)
+		u.archIdx.AddPrepared(docs...)
 		r.as.scanned = r.upTo
 		r.as.dirty = false
 	}

@@ -501,4 +501,24 @@ func TestPrepareOnManyGoroutines(t *testing.T) {
 			t.Fatalf("%q: %v, Add gives %v", q, ids(got), ids(want))
 		}
 	}
+	// A batch that replaces documents, one of them twice (the later wins), and adds a new one.
+	again := []Doc{
+		{ID: "s1-0", Text: "the deploy moved to friday", Group: "s1"},
+		{ID: "s1-1", Text: "rollback rollback", Group: "s1"},
+		{ID: "s1-0", Text: "the piano lesson moved to friday", Group: "s1"},
+		{ID: "s9-0", Text: "a new session about kafka", Group: "s9"},
+	}
+	prep = prep[:0]
+	for _, d := range again {
+		prep = append(prep, Prepare(d))
+		live[d.ID] = d
+	}
+	ix.AddPrepared(prep...)
+	checkPostings(t, ix, live)
+	if got := ids(ix.Search("piano friday", 10)); len(got) == 0 || got[0] != "s1-0" {
+		t.Fatalf("piano friday: %v", got)
+	}
+	if got := ids(ix.Search("deploy", 10)); slices.Contains(got, "s1-0") {
+		t.Fatalf("deploy still finds the replaced text: %v", got)
+	}
 }

@@ -23,10 +23,10 @@ type Doc struct {
 }
 
 // Index ranks the documents of one user for a query; see the package comment for the method.
-// It is safe for concurrent use: searches share a read lock; Add and Remove take the write
-// lock for a time proportional to the documents' distinct terms (the text is split into terms
-// before the lock). Everything it needs is kept up to date by Add and Remove: there is
-// nothing to rebuild.
+// It is safe for concurrent use: searches share a read lock; Add, AddPrepared and Remove take
+// the write lock for a time proportional to the documents' terms (the text is split into terms
+// before the lock, by Prepare). Everything it needs is kept up to date by Add and Remove:
+// there is nothing to rebuild.
 type Index struct {
 	cfg Config
 

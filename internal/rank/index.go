@@ -23,10 +23,10 @@ type Doc struct {
 }
 
 // Index ranks the documents of one user for a query; see the package comment for the method.
-// It is safe for concurrent use: searches share a read lock; Add and Remove take the write
-// lock for a time proportional to the documents' distinct terms (the text is split into terms
-// before the lock). Everything it needs is kept up to date by Add and Remove: there is
-// nothing to rebuild.
+// It is safe for concurrent use: searches share a read lock; Add, AddPrepared and Remove take
+// the write lock for a time proportional to the documents' terms (the text is split into terms
+// before the lock, by Prepare). Everything it needs is kept up to date by Add and Remove:
+// there is nothing to rebuild.
 type Index struct {
 	cfg Config
 
@@ -125,30 +125,145 @@ func NewIndex(cfg Config) *Index {
 // replaces an earlier one with its id. A document whose text has no terms still counts in
 // [Index.Len] and in the statistics, and never matches.
 func (ix *Index) Add(docs ...Doc) {
-	type prepared struct {
-		length int
-		tf     map[string]int32
-	}
-	prep := make([]prepared, len(docs))
+	prep := make([]Prepared, len(docs))
 	for i := range docs {
-		terms := search.Terms(docs[i].Text)
-		tf := make(map[string]int32, len(terms))
-		for _, t := range terms {
-			tf[t]++
-		}
-		prep[i] = prepared{len(terms), tf}
+		prep[i] = Prepare(docs[i])
 	}
+	ix.AddPrepared(prep...)
+}
+
+// Prepared is a document split into terms, ready to be added to an index (AddPrepared).
+// Splitting is most of the cost of adding a document, and needs no index: Prepare may run on
+// any goroutine, e.g. where the document is read.
+type Prepared struct {
+	Doc   Doc
+	terms []string // every term of the text, in text order, repeats included
+}
+
+// Prepare splits a document into terms for AddPrepared.
+func Prepare(d Doc) Prepared { return Prepared{Doc: d, terms: search.Terms(d.Text)} }
+
+// AddPrepared indexes prepared documents as Add indexes documents.
+//
+// Documents new to the index (no id already indexed, none twice) are added in two passes: the
+// first finds every term's id once per occurrence and counts the occurrences by id, the second
+// appends each document's entries to postings grown once, to their final size, beforehand. A
+// cold user's turns are added this way: no map per document to count its terms, and no series
+// of doublings per posting (both were most of what indexing allocated).
+func (ix *Index) AddPrepared(docs ...Prepared) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
+	if !ix.allNew(docs) {
+		for i := range docs {
+			ix.addCounted(&docs[i])
+		}
+		return
+	}
+	sc := addScratchPool.Get().(*addScratch)
+	defer addScratchPool.Put(sc)
+	sc.tids, sc.tfs, sc.ends = sc.tids[:0], sc.tfs[:0], sc.ends[:0]
 	for i := range docs {
-		ix.add(&docs[i], prep[i].length, prep[i].tf)
+		touched := len(sc.tids)
+		for _, t := range docs[i].terms {
+			tid := ix.termID(t)
+			if int(tid) >= len(sc.count) {
+				sc.count = slices.Grow(sc.count, int(tid)+1-len(sc.count))[:tid+1]
+				sc.adds = slices.Grow(sc.adds, int(tid)+1-len(sc.adds))[:tid+1]
+			}
+			if sc.count[tid] == 0 {
+				sc.tids = append(sc.tids, tid)
+			}
+			sc.count[tid]++
+		}
+		for _, tid := range sc.tids[touched:] {
+			sc.tfs = append(sc.tfs, sc.count[tid])
+			sc.count[tid] = 0
+			if sc.adds[tid] == 0 {
+				sc.grown = append(sc.grown, tid)
+			}
+			sc.adds[tid]++
+		}
+		sc.ends = append(sc.ends, len(sc.tids))
+	}
+	for _, tid := range sc.grown {
+		post := &ix.postings[tid]
+		post.ents = slices.Grow(post.ents, int(sc.adds[tid]))
+		sc.adds[tid] = 0
+	}
+	sc.grown = sc.grown[:0]
+	from := 0
+	for i := range docs {
+		to := sc.ends[i]
+		ix.add(&docs[i].Doc, len(docs[i].terms), sc.tids[from:to], sc.tfs[from:to])
+		from = to
 	}
 }
 
-func (ix *Index) add(d *Doc, length int, tf map[string]int32) {
-	if slot, ok := ix.slots[d.ID]; ok {
+// addScratch is AddPrepared's working memory, reused across calls and indexes.
+type addScratch struct {
+	count, adds []int32 // by term id: occurrences in the document at hand; entries to add
+	tids, tfs   []int32 // each document's distinct term ids and frequencies, one after another
+	ends        []int   // where each document's ids end in tids
+	grown       []int32 // the term ids with entries to add
+}
+
+var addScratchPool = sync.Pool{New: func() any { return new(addScratch) }}
+
+// allNew reports whether no document of docs is in the index and none is there twice.
+func (ix *Index) allNew(docs []Prepared) bool {
+	for i := range docs {
+		if _, ok := ix.slots[docs[i].Doc.ID]; ok {
+			return false
+		}
+		for j := range i {
+			if docs[j].Doc.ID == docs[i].Doc.ID {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// addCounted adds one document, replacing any with its id: its terms counted in a map, then
+// their ids found (after the replaced document is gone, which may free some).
+func (ix *Index) addCounted(p *Prepared) {
+	if slot, ok := ix.slots[p.Doc.ID]; ok {
 		ix.remove([]int32{slot})
 	}
+	tf := make(map[string]int32, len(p.terms))
+	for _, t := range p.terms {
+		tf[t]++
+	}
+	tids, tfs := make([]int32, 0, len(tf)), make([]int32, 0, len(tf))
+	for t, n := range tf {
+		tids, tfs = append(tids, ix.termID(t)), append(tfs, n)
+	}
+	ix.add(&p.Doc, len(p.terms), tids, tfs)
+}
+
+// termID returns the id of term, adding it (with an empty posting) when it is new.
+func (ix *Index) termID(t string) int32 {
+	tid, ok := ix.terms.find(ix.postings, t)
+	if ok {
+		return tid
+	}
+	t = strings.Clone(t) // terms may be substrings of the text: do not keep it alive
+	if k := len(ix.freeTerm); k > 0 {
+		tid = ix.freeTerm[k-1]
+		ix.freeTerm = ix.freeTerm[:k-1]
+		ix.postings[tid].term = t
+	} else {
+		tid = int32(len(ix.postings))
+		ix.postings = append(ix.postings, posting{term: t})
+	}
+	ix.terms.insert(ix.postings, tid)
+	ix.bytes += len(t) + termEntryBytes + postingBytes
+	return tid
+}
+
+// add adds a document that is not in the index, of length terms, whose distinct terms have
+// the ids tids (each with a posting) and frequencies tfs.
+func (ix *Index) add(d *Doc, length int, tids, tfs []int32) {
 	var slot int32
 	if n := len(ix.free); n > 0 {
 		slot = ix.free[n-1]
@@ -164,34 +279,21 @@ func (ix *Index) add(d *Doc, length int, tf map[string]int32) {
 	}
 	id := strings.Clone(d.ID)
 	ix.slots[id] = slot
-	nd := doc{id: id, group: -1, length: int32(length), weight: 1, nterms: int32(len(tf))}
+	nd := doc{id: id, group: -1, length: int32(length), weight: 1, nterms: int32(len(tids))}
 	if d.Role != "" && d.Role != "user" {
 		nd.weight = float32(ix.cfg.AgentTurn)
 	}
-	for t, n := range tf {
-		tid, ok := ix.terms.find(ix.postings, t)
-		if !ok {
-			t = strings.Clone(t) // terms may be substrings of the text: do not keep it alive
-			if k := len(ix.freeTerm); k > 0 {
-				tid = ix.freeTerm[k-1]
-				ix.freeTerm = ix.freeTerm[:k-1]
-				ix.postings[tid].term = t
-			} else {
-				tid = int32(len(ix.postings))
-				ix.postings = append(ix.postings, posting{term: t})
-			}
-			ix.terms.insert(ix.postings, tid)
-			ix.bytes += len(t) + termEntryBytes + postingBytes
-		}
-		p := &ix.postings[tid]
-		if k := len(p.ents); k == 0 || p.ents[k-1].slot() < slot {
-			p.ents = append(p.ents, newEntry(slot, n))
+	for ti, tid := range tids {
+		n := tfs[ti]
+		post := &ix.postings[tid]
+		if k := len(post.ents); k == 0 || post.ents[k-1].slot() < slot {
+			post.ents = append(post.ents, newEntry(slot, n))
 		} else {
-			i, _ := slices.BinarySearchFunc(p.ents, slot, bySlot)
-			p.ents = slices.Insert(p.ents, i, newEntry(slot, n))
+			i, _ := slices.BinarySearchFunc(post.ents, slot, bySlot)
+			post.ents = slices.Insert(post.ents, i, newEntry(slot, n))
 		}
 	}
-	ix.bytes += len(id) + mapEntryBytes + docBytes + pairBytes*len(tf)
+	ix.bytes += len(id) + mapEntryBytes + docBytes + pairBytes*len(tids)
 	if d.Group != "" {
 		g, ok := ix.groups[d.Group]
 		if !ok {

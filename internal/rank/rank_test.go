@@ -474,3 +474,51 @@ func TestTermFrequencySaturates(t *testing.T) {
 		t.Errorf("after removing one: %v", got)
 	}
 }
+
+// Documents prepared on other goroutines, each counting its terms in a map another goroutine
+// used before, are indexed with the frequencies of their own text, as Add indexes them.
+func TestPrepareOnManyGoroutines(t *testing.T) {
+	docs := append(filler(10), conversation("s1",
+		"I deploy the deploy script, deploy it twice: deploy deploy",
+		"The rollback of the postgres deploy failed; rollback again",
+		"钢琴课改到周四，钢琴老师说的")...)
+	prep := make([]Prepared, len(docs))
+	var wg sync.WaitGroup
+	for i := range docs {
+		wg.Go(func() { prep[i] = Prepare(docs[i]) })
+	}
+	wg.Wait()
+	ix, ref := NewIndex(Config{}), NewIndex(Config{})
+	ix.AddPrepared(prep...)
+	ref.Add(docs...)
+	live := map[string]Doc{}
+	for _, d := range docs {
+		live[d.ID] = d
+	}
+	checkPostings(t, ix, live)
+	for _, q := range []string{"deploy rollback", "钢琴", "dessert recipe"} {
+		if got, want := ix.Search(q, 10), ref.Search(q, 10); !slices.Equal(ids(got), ids(want)) {
+			t.Fatalf("%q: %v, Add gives %v", q, ids(got), ids(want))
+		}
+	}
+	// A batch that replaces documents, one of them twice (the later wins), and adds a new one.
+	again := []Doc{
+		{ID: "s1-0", Text: "the deploy moved to friday", Group: "s1"},
+		{ID: "s1-1", Text: "rollback rollback", Group: "s1"},
+		{ID: "s1-0", Text: "the piano lesson moved to friday", Group: "s1"},
+		{ID: "s9-0", Text: "a new session about kafka", Group: "s9"},
+	}
+	prep = prep[:0]
+	for _, d := range again {
+		prep = append(prep, Prepare(d))
+		live[d.ID] = d
+	}
+	ix.AddPrepared(prep...)
+	checkPostings(t, ix, live)
+	if got := ids(ix.Search("piano friday", 10)); len(got) == 0 || got[0] != "s1-0" {
+		t.Fatalf("piano friday: %v", got)
+	}
+	if got := ids(ix.Search("deploy", 10)); slices.Contains(got, "s1-0") {
+		t.Fatalf("deploy still finds the replaced text: %v", got)
+	}
+}

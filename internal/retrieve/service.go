@@ -589,10 +589,22 @@ func (s *Service) queryEmbedder() Embedder {
 // userCandidates scores a user's long-term memory and archive and, with profile, returns the
 // user's facts live at `at` from the same view (see liveFacts).
 func (s *Service) userCandidates(ctx context.Context, key userKey, query string, qv []float32, model string, at time.Time, k int, long, arch, profile bool) ([]candidate, []memory.Entry, *Error) {
-	var stored *storedVectors
+	// A cold user's vectors are read while the long-term memory and the archive are, not
+	// before them: the first request waits for the longest of the reads, not their sum.
+	var storedc chan *storedVectors
 	if qv != nil {
-		stored = s.userVectors(ctx, key, model)
+		storedc = make(chan *storedVectors, 1)
+		go func() { storedc <- s.userVectors(ctx, key, model) }()
 	}
+	stored := func() *storedVectors {
+		if storedc == nil {
+			return nil
+		}
+		st := <-storedc
+		storedc <- st
+		return st
+	}
+	defer stored() // no read outlives the request
 	uv := s.users.get(key)
 	uv.mu.Lock()
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -600,6 +612,12 @@ func (s *Service) userCandidates(ctx context.Context, key userKey, query string,
 	if err := uv.refreshLong(rctx, s.long); err != nil {
 		uv.mu.Unlock()
 		return nil, nil, &Error{Code: 500, Message: "reading long-term memory: " + err.Error()}
+	}
+	if arch {
+		if err := uv.refreshArchive(rctx, s.store, s.reader); err != nil {
+			uv.mu.Unlock()
+			return nil, nil, &Error{Code: 500, Message: "reading the archive: " + err.Error()}
+		}
 	}
 	sessionOf := func(e memory.Entry) string {
 		sess, _ := e.Metadata["session"].(string)
@@ -613,12 +631,12 @@ func (s *Service) userCandidates(ctx context.Context, key userKey, query string,
 	if long {
 		var vec map[string]float64
 		var hasVector func(string) bool
-		if stored != nil {
+		if st := stored(); st != nil {
 			ids := make([]string, 0, len(uv.long))
 			for id := range uv.long {
 				ids = append(ids, id)
 			}
-			uv.longVecs.sync(stored, ids, s.log)
+			uv.longVecs.sync(st, ids, s.log)
 			vec, hasVector = uv.longVecs.search(qv, k), uv.longVecs.has
 		}
 		entry := func(id string) (memory.Entry, bool) {
@@ -628,18 +646,14 @@ func (s *Service) userCandidates(ctx context.Context, key userKey, query string,
 		out = append(out, merge(uv.longIdx.Search(query, k), vec, hasVector, entry, memory.SourceLong, sessionOf)...)
 	}
 	if arch {
-		if err := uv.refreshArchive(rctx, s.store, s.reader); err != nil {
-			uv.mu.Unlock()
-			return nil, nil, &Error{Code: 500, Message: "reading the archive: " + err.Error()}
-		}
 		var vec map[string]float64
 		var hasVector func(string) bool
-		if stored != nil {
+		if st := stored(); st != nil {
 			ids := make([]string, 0, len(uv.archive))
 			for id := range uv.archive {
 				ids = append(ids, id)
 			}
-			uv.archVecs.sync(stored, ids, s.log)
+			uv.archVecs.sync(st, ids, s.log)
 			vec, hasVector = uv.archVecs.search(qv, k), uv.archVecs.has
 		}
 		entry := func(id string) (memory.Entry, bool) {

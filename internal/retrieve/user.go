@@ -185,21 +185,48 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 			dirty = append(dirty, as)
 		}
 	}
-	// Sessions are read concurrently (each its own state and stream subject), then added to the
-	// view in one place.
+	// Sessions are read concurrently (each its own state and stream subject), their turns split
+	// into terms where they are read (most of the cost of indexing), and each is added to the
+	// view as soon as it is read, one at a time: indexing one session overlaps with reading
+	// the others, on every core, instead of following them all.
 	type read struct {
 		as      *archiveSession
 		entries []memory.Entry
+		docs    []rank.Prepared // entries' documents, in the same order
 		upTo    uint64
 		foreign bool
 		// reset: the stored session no longer extends what the view read (a forget's
 		// tombstone, or a corrupt state): what the view holds of it goes.
 		reset bool
 	}
-	results := make([]read, len(dirty))
+	var applying sync.Mutex // u's archive, index and sessions are changed under it
+	apply := func(r read) {
+		applying.Lock()
+		defer applying.Unlock()
+		if r.reset {
+			u.dropSession(r.as.state.Key.Session)
+		}
+		if r.foreign {
+			r.as.dirty = false
+			return
+		}
+		docs := r.docs[:0]
+		for i, e := range r.entries {
+			if _, dup := u.archive[e.ID]; dup {
+				continue
+			}
+			e.Metadata = u.turnMeta(e.Metadata, e.Role, r.as.state.Key.Session)
+			u.archive[e.ID] = e
+			docs = append(docs, r.docs[i])
+			u.bytes.Add(archivedBytes(e))
+		}
+		u.archIdx.AddPrepared(docs...)
+		r.as.scanned = r.upTo
+		r.as.dirty = false
+	}
 	var g errgroup.Group
 	g.SetLimit(archiveReaders)
-	for i, as := range dirty {
+	for _, as := range dirty {
 		g.Go(func() error {
 			r := read{as: as}
 			resets := as.state.Resets()
@@ -210,7 +237,7 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 			h := as.state.Header
 			if h.User != "" && h.User != u.key.user {
 				r.foreign = true // the index named a session another user owns: never show it
-				results[i] = r
+				apply(r)
 				return nil
 			}
 			from := as.scanned
@@ -231,6 +258,7 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 					e := memory.Entry{ID: t.id, Type: memory.TypeForRole(t.role), Role: t.role, Content: t.content,
 						Timestamp: t.at, Seq: m.Sequence, Metadata: t.metadata} // completed by turnMeta below
 					r.entries = append(r.entries, e)
+					r.docs = append(r.docs, rank.Prepare(rank.Doc{ID: e.ID, Text: e.Content, Group: as.state.Key.Session, Pos: int(e.Seq), Role: e.Role, Time: e.Timestamp, Kind: "turn"}))
 					return nil
 				})
 				if err != nil {
@@ -238,37 +266,11 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 				}
 				r.upTo = h.LastSeq
 			}
-			results[i] = r
+			apply(r)
 			return nil
 		})
 	}
-	err := g.Wait()
-	for _, r := range results {
-		if r.as == nil {
-			continue // not read (an error stopped the group)
-		}
-		if r.reset {
-			u.dropSession(r.as.state.Key.Session)
-		}
-		if r.foreign {
-			r.as.dirty = false
-			continue
-		}
-		docs := make([]rank.Doc, 0, len(r.entries))
-		for _, e := range r.entries {
-			if _, dup := u.archive[e.ID]; dup {
-				continue
-			}
-			e.Metadata = u.turnMeta(e.Metadata, e.Role, r.as.state.Key.Session)
-			u.archive[e.ID] = e
-			docs = append(docs, rank.Doc{ID: e.ID, Text: e.Content, Group: r.as.state.Key.Session, Pos: int(e.Seq), Role: e.Role, Time: e.Timestamp, Kind: "turn"})
-			u.bytes.Add(archivedBytes(e))
-		}
-		u.archIdx.Add(docs...)
-		r.as.scanned = r.upTo
-		r.as.dirty = false
-	}
-	return err
+	return g.Wait() // a session that failed stays dirty, for the next request to read
 }
 
 // dropSession takes every archived turn of a session out of the view.

@@ -3,6 +3,7 @@ package retrieve
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/rs/zerolog"
@@ -34,11 +35,30 @@ type storedVectors struct {
 	mu     sync.Mutex
 	model  string // the model they are of; another model's vectors are never added
 	loaded bool
-	byID   map[string]embedder.Vector
+	byID   map[string]storedVector
+}
+
+// storedVector is what a view keeps of a stored vector: its components, int8 with their scale.
+// The owner and model it was stored with are the view's, its id the map's key: kept with each
+// vector (as embedder.Vector does) they took a third of a vector's memory.
+type storedVector struct {
+	scale float32
+	q     []int8
+}
+
+func compact(v embedder.Vector) storedVector { return storedVector{scale: v.Scale, q: v.Q} }
+
+// float32s returns the vector's components in buf, grown as needed.
+func (v storedVector) float32s(buf []float32) []float32 {
+	buf = slices.Grow(buf[:0], len(v.q))[:len(v.q)]
+	for i, q := range v.q {
+		buf[i] = float32(q) * v.scale
+	}
+	return buf
 }
 
 func newStoredVectors() *storedVectors {
-	return &storedVectors{byID: map[string]embedder.Vector{}}
+	return &storedVectors{byID: map[string]storedVector{}}
 }
 
 // load reads the user's vectors of model once (again after the retriever changed models); a
@@ -48,7 +68,7 @@ func (sv *storedVectors) load(ctx context.Context, store *embedder.Vectors, tena
 	sv.mu.Lock()
 	defer sv.mu.Unlock()
 	if sv.model != model {
-		sv.model, sv.loaded, sv.byID = model, false, map[string]embedder.Vector{}
+		sv.model, sv.loaded, sv.byID = model, false, map[string]storedVector{}
 	}
 	if sv.loaded {
 		return 0
@@ -56,7 +76,7 @@ func (sv *storedVectors) load(ctx context.Context, store *embedder.Vectors, tena
 	var n int64
 	err := store.Scan(ctx, tenant, user, model, func(v embedder.Vector) {
 		if _, ok := sv.byID[v.ID]; !ok {
-			sv.byID[v.ID] = v
+			sv.byID[v.ID] = compact(v)
 			n += vectorBytes(v)
 		}
 	})
@@ -75,7 +95,7 @@ func (sv *storedVectors) put(v embedder.Vector) int64 {
 	if _, ok := sv.byID[v.ID]; ok || v.Model != sv.model {
 		return 0
 	}
-	sv.byID[v.ID] = v
+	sv.byID[v.ID] = compact(v)
 	return vectorBytes(v)
 }
 
@@ -90,11 +110,11 @@ func (sv *storedVectors) remove(id string) {
 func (sv *storedVectors) reset() {
 	sv.mu.Lock()
 	defer sv.mu.Unlock()
-	sv.loaded, sv.byID = false, map[string]embedder.Vector{}
+	sv.loaded, sv.byID = false, map[string]storedVector{}
 }
 
 // get returns the vector of an entry.
-func (sv *storedVectors) get(id string) (embedder.Vector, bool) {
+func (sv *storedVectors) get(id string) (storedVector, bool) {
 	sv.mu.Lock()
 	defer sv.mu.Unlock()
 	v, ok := sv.byID[id]
@@ -114,6 +134,7 @@ type vectorSet struct {
 	model string
 	ix    *vector.Index
 	have  map[string]bool
+	buf   []float32 // a vector's components on their way into ix
 }
 
 // sync adds to the set the stored vectors of the given entries it does not hold yet; entries
@@ -135,7 +156,8 @@ func (vs *vectorSet) sync(stored *storedVectors, ids []string, log zerolog.Logge
 		if !ok {
 			continue
 		}
-		f := v.Float32()
+		vs.buf = v.float32s(vs.buf)
+		f := vs.buf
 		if vs.ix == nil {
 			ix, err := vector.New(vector.Config{Dim: len(f)})
 			if err != nil {
@@ -143,6 +165,7 @@ func (vs *vectorSet) sync(stored *storedVectors, ids []string, log zerolog.Logge
 				return
 			}
 			vs.ix = ix
+			ix.Grow(len(ids)) // a cold view adds most of them: one allocation, not a doubling series
 		}
 		if err := vs.ix.Add(id, f); err == nil {
 			vs.have[id] = true

@@ -6,7 +6,7 @@ import "strings"
 // question words, common prepositions and conjunctions, and a few fillers. The list is
 // deliberately modest: words such as "go", "like", "may" or "us" are kept because they can
 // carry meaning ("Go" the language, "May" the month, "US" the country).
-var stopWords = map[string]struct{}{}
+var stopWords wordSet
 
 func init() {
 	for _, w := range strings.Fields(`
@@ -19,13 +19,47 @@ func init() {
 		and or but if so than then not no
 		that this these those there
 		just very also too`) {
-		stopWords[w] = struct{}{}
+		stopWords.add(w)
 	}
 }
 
-func isStopWord(w string) bool {
-	_, ok := stopWords[w]
-	return ok
+func isStopWord(w string) bool { return stopWords.has(w) }
+
+// wordSet is a small set of words. It is looked up by a hash of a word's length and first and
+// last bytes, which is much cheaper than a map's hash of the whole word and, for a few hundred
+// words, almost as selective: it is looked up once or twice for every word of every text indexed.
+type wordSet struct {
+	slots [256][]string
+}
+
+func wordHash(w string) uint8 { return uint8(len(w)*37 + int(w[0])*11 + int(w[len(w)-1])) }
+
+func (s *wordSet) add(w string) {
+	if w != "" && !s.has(w) {
+		h := wordHash(w)
+		s.slots[h] = append(s.slots[h], w)
+	}
+}
+
+func (s *wordSet) has(w string) bool {
+	if w == "" {
+		return false
+	}
+	for _, x := range s.slots[wordHash(w)] {
+		if x == w {
+			return true
+		}
+	}
+	return false
+}
+
+// all returns the words of the set.
+func (s *wordSet) all() []string {
+	var out []string
+	for _, ws := range s.slots {
+		out = append(out, ws...)
+	}
+	return out
 }
 
 // irregular maps a few frequent forms that the suffix rules would get wrong.
@@ -38,14 +72,14 @@ var irregular = map[string]string{
 }
 
 // noStem lists words that look inflected but are not, or whose stem would be misleading.
-var noStem = map[string]struct{}{}
+var noStem wordSet
 
 func init() {
 	for _, w := range strings.Fields(`
 		news series species always perhaps
 		embed hundred during morning evening
 		nothing something anything everything`) {
-		noStem[w] = struct{}{}
+		noStem.add(w)
 	}
 }
 
@@ -67,14 +101,36 @@ func stem(w string) string {
 	if len(w) < 4 || !isASCIILetters(w) {
 		return w
 	}
-	if s, ok := irregular[w]; ok {
-		return s
+	if !stemEnds[w[len(w)-1]] {
+		return w // most words: no lookup
 	}
-	if _, ok := noStem[w]; ok {
+	return stemSuffixed(w)
+}
+
+// stemEnds holds the last letters of the words stem may change: those of the suffixes -s, -ed
+// and -ing, and those of the irregular forms.
+var stemEnds = [256]bool{'s': true, 'd': true, 'g': true}
+
+// irregularWords are the keys of irregular, looked up before the map.
+var irregularWords wordSet
+
+func init() {
+	for w := range irregular {
+		stemEnds[w[len(w)-1]] = true
+		irregularWords.add(w)
+	}
+}
+
+// stemSuffixed is stem of an ASCII word of four letters or more.
+func stemSuffixed(w string) string {
+	if irregularWords.has(w) {
+		return irregular[w]
+	}
+	if noStem.has(w) {
 		return w
 	}
 	w = stemPlural(w)
-	if _, ok := noStem[w]; ok {
+	if noStem.has(w) {
 		return w
 	}
 	return stemVerb(w)

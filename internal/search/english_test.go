@@ -1,6 +1,10 @@
 package search
 
-import "testing"
+import (
+	"slices"
+	"strings"
+	"testing"
+)
 
 func TestStem(t *testing.T) {
 	tests := []struct{ word, want string }{
@@ -85,6 +89,40 @@ func TestStemNeverEmpty(t *testing.T) {
 				if got := stem(w); got == "" {
 					t.Errorf("stem(%q) is empty", w)
 				}
+			}
+		}
+	}
+}
+
+// stem's quick exit (a last letter no rule changes) keeps what the rules give.
+func FuzzStemQuickExit(f *testing.F) {
+	for _, w := range []string{"children", "goes", "news", "program", "coding", "stories", "speed", "hello", "cookies", "movie"} {
+		f.Add(w)
+	}
+	f.Fuzz(func(t *testing.T, w string) {
+		want := w
+		if len(w) >= 4 && isASCIILetters(w) {
+			want = stemSuffixed(w)
+		}
+		if got := stem(w); got != want {
+			t.Fatalf("stem(%q) = %q, the rules give %q", w, got, want)
+		}
+	})
+}
+
+// The stop words are found, and words near them are not.
+func TestStopWordSet(t *testing.T) {
+	all := stopWords.all()
+	if len(all) < 50 {
+		t.Fatalf("%d stop words", len(all))
+	}
+	for _, w := range all {
+		if !isStopWord(w) {
+			t.Errorf("%q is not a stop word", w)
+		}
+		for _, other := range []string{w + "x", "x" + w, w[:len(w)-1], strings.ToUpper(w)} {
+			if isStopWord(other) && !slices.Contains(all, other) {
+				t.Errorf("%q is taken for a stop word", other)
 			}
 		}
 	}

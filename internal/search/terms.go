@@ -28,8 +28,10 @@ import (
 // Scripts written without spaces other than CJK (Thai, Lao, Khmer, …) are not segmented:
 // a run of them is one word.
 func Terms(text string) []string {
-	t := tokenizer{text: text}
-	t.split()
+	// About one term in eight bytes of English (stop words dropped): most texts fill out
+	// without growing it.
+	t := tokenizer{text: text, out: make([]string, 0, len(text)/8+1)}
+	t.split(true)
 	return t.out
 }
 
@@ -39,8 +41,8 @@ type tokenizer struct {
 	text string
 	out  []string
 
-	// The word being read: its byte span in text, and its folded form in word if folding
-	// changed it.
+	// The word being read: its byte span in text, and its folded form in word once folding
+	// changed one of its runes (until then the span is the word, and word is not kept).
 	inWord             bool
 	wordStart, wordEnd int
 	word               []byte
@@ -63,8 +65,33 @@ type cjkChar struct {
 	start, end int
 }
 
-func (t *tokenizer) split() {
+// split reads the text. With ascii, an ASCII byte takes a short path that does what the
+// general one does for it (no rune decoding, width or case folding tables): most text is
+// ASCII, and splitting is most of the cost of indexing a turn.
+func (t *tokenizer) split(ascii bool) {
 	for i := 0; i < len(t.text); {
+		if c := t.text[i]; ascii && c < utf8.RuneSelf {
+			switch {
+			case 'a' <= c && c <= 'z' || '0' <= c && c <= '9':
+				if len(t.run) > 0 {
+					t.flushRun()
+				}
+				t.addASCII(c, i)
+			case 'A' <= c && c <= 'Z':
+				if len(t.run) > 0 {
+					t.flushRun()
+				}
+				t.addASCII(c+'a'-'A', i)
+			case c == '\'':
+				t.flushWord(t.inWord && t.wordFollows(i+1))
+				t.flushRun()
+			default:
+				t.flushWord(false)
+				t.flushRun()
+			}
+			i++
+			continue
+		}
 		orig, size := utf8.DecodeRuneInString(t.text[i:])
 		next := i + size
 		r := foldWidth(orig)
@@ -118,15 +145,41 @@ func (t *tokenizer) addWordRune(orig, r rune, start, end int) {
 	if !t.inWord {
 		t.inWord = true
 		t.wordStart = start
-		t.word = t.word[:0]
 		t.folded = false
 	}
 	t.wordEnd = end
 	f := foldCase(r)
-	if f != orig {
-		t.folded = true
+	switch {
+	case t.folded:
+		t.word = utf8.AppendRune(t.word, f)
+	case f != orig:
+		t.foldFrom(start)
+		t.word = utf8.AppendRune(t.word, f)
 	}
-	t.word = utf8.AppendRune(t.word, f)
+}
+
+// addASCII adds the ASCII letter or digit at text[i], lower-cased to c, to the current word.
+func (t *tokenizer) addASCII(c byte, i int) {
+	if !t.inWord {
+		t.inWord = true
+		t.wordStart = i
+		t.folded = false
+	}
+	t.wordEnd = i + 1
+	switch {
+	case t.folded:
+		t.word = append(t.word, c)
+	case c != t.text[i]:
+		t.foldFrom(i)
+		t.word = append(t.word, c)
+	}
+}
+
+// foldFrom starts keeping the current word's folded form, at the rune at text[i] (the first
+// that folding changes): the word so far is the text.
+func (t *tokenizer) foldFrom(i int) {
+	t.word = append(t.word[:0], t.text[t.wordStart:i]...)
+	t.folded = true
 }
 
 // flushWord ends the current word. atApostrophe says that it ended at an apostrophe

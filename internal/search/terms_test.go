@@ -136,3 +136,24 @@ func FuzzTerms(f *testing.F) {
 		}
 	})
 }
+
+// termsRuneByRune is Terms with every byte taken through the general path (rune decoding,
+// width and case folding): what the ASCII short path must agree with.
+func termsRuneByRune(text string) []string {
+	t := tokenizer{text: text}
+	t.split(false)
+	return t.out
+}
+
+// The ASCII short path of the tokenizer gives the terms of the general path.
+func FuzzFastTermsAgree(f *testing.F) {
+	for _, s := range []string{"", "I love writing Go, it's my favourite language", "Bob’s cats’ TOYS don't", "ＧＯ Straße İstanbul ǅemal",
+		"rock'n'roll o'clock", "取件码改成了zq3k0x8ab1，明天", "ABC'S x'", "naïve Café CAFÉ\u0301", "a\u0300b'c'"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		if got, want := Terms(text), termsRuneByRune(text); !slices.Equal(got, want) && (len(got) > 0 || len(want) > 0) {
+			t.Fatalf("Terms(%q) = %q, the general path gives %q", text, got, want)
+		}
+	})
+}

@@ -139,6 +139,25 @@ func (ix *Index) Add(id string, v []float32) error {
 	return nil
 }
 
+// Grow makes room for n more vectors while searches are exact, so that adding them does not
+// reallocate the storage as it fills (a series of doublings that leaves twice the final storage
+// behind as garbage). It changes nothing once the index has a graph.
+func (ix *Index) Grow(n int) {
+	ix.wmu.Lock()
+	defer ix.wmu.Unlock()
+	if ix.g != nil || n <= 0 {
+		return
+	}
+	n = min(n, ix.cfg.ExactBelow-len(ix.ids))
+	if n <= 0 {
+		return
+	}
+	ix.mu.Lock()
+	ix.vecs = slices.Grow(ix.vecs, n*ix.cfg.Dim)
+	ix.ids = slices.Grow(ix.ids, n)
+	ix.mu.Unlock()
+}
+
 // Remove deletes the vector stored under id, if any.
 //
 // While searches are exact the vector's slot is refilled with the last one at once. With a

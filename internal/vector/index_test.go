@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -449,4 +450,31 @@ func TestBytes(t *testing.T) {
 		}
 		t.Logf("%.0f bytes per %d-dim vector", per, dim)
 	})
+}
+
+// Grow makes room once: adding the vectors it made room for reallocates nothing, and the index
+// answers as one that grew as it filled. Beyond ExactBelow, and with a graph, it adds no room.
+func TestGrow(t *testing.T) {
+	vecs := randomVecs(newRand(7), 300, 16)
+	grown, plain := mustNew(t, Config{Dim: 16}), mustNew(t, Config{Dim: 16})
+	grown.Grow(len(vecs))
+	vcap, icap := cap(grown.vecs), cap(grown.ids)
+	if vcap < 300*16 || icap < 300 {
+		t.Fatalf("Grow(300): room for %d components and %d ids", vcap, icap)
+	}
+	fill(t, grown, vecs)
+	fill(t, plain, vecs)
+	if cap(grown.vecs) != vcap || cap(grown.ids) != icap {
+		t.Fatalf("adding the vectors Grow made room for reallocated: %d → %d components", vcap, cap(grown.vecs))
+	}
+	for _, q := range randomVecs(newRand(8), 5, 16) {
+		if got, want := grown.Search(q, 10), plain.Search(q, 10); !slices.Equal(got, want) {
+			t.Fatalf("grown index: %v, plain: %v", got, want)
+		}
+	}
+	small := mustNew(t, Config{Dim: 16, ExactBelow: 10})
+	small.Grow(1000)
+	if cap(small.ids) > 10 {
+		t.Fatalf("Grow beyond ExactBelow made room for %d ids", cap(small.ids))
+	}
 }

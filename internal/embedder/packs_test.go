@@ -277,16 +277,29 @@ func TestPutPacksWritesOneAtomicBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	mixed := append(packOf("acme", "carol", "m1", "x"), packOf("acme", "dave", "m1", "y")...)
-	errs := vectors.PutPacks(ctx, [][]Vector{packOf("acme", "alice", "m1", "a", "b"), mixed, packOf("acme", "bob", "m1", "c")})
-	if errs[0] != nil || errs[1] == nil || errs[2] != nil {
+	errs := vectors.PutPacks(ctx, [][]Vector{packOf("acme", "alice", "m1", "a", "b"), mixed, packOf("acme", "bob", "m1", "c"),
+		packOf("acme", "erin", "m1", "e1"), packOf("acme", "fred", "m1", "f1")})
+	if errs[0] != nil || errs[1] == nil || errs[2] != nil || errs[3] != nil || errs[4] != nil {
 		t.Fatalf("errors %v: want only the mixed pack's", errs)
 	}
 	after, err := stream.Info(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after.State.LastSeq != before.State.LastSeq+2 || after.State.Msgs != before.State.Msgs+2 {
-		t.Fatalf("stream went from %+v to %+v: want two packs", before.State, after.State)
+	if after.State.LastSeq != before.State.LastSeq+4 || after.State.Msgs != before.State.Msgs+4 {
+		t.Fatalf("stream went from %+v to %+v: want four packs", before.State, after.State)
+	}
+	// Stored as one atomic batch: the messages keep the batch's id.
+	batchIDs := map[string]bool{}
+	for seq := before.State.LastSeq + 1; seq <= after.State.LastSeq; seq++ {
+		m, err := stream.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		batchIDs[m.Header.Get("Nats-Batch-Id")] = true
+	}
+	if len(batchIDs) != 1 || batchIDs[""] {
+		t.Fatalf("batch ids of the four packs: %v, want one", batchIDs)
 	}
 	if got := found("alice", "m1"); !slices.Equal(got, []string{"a", "b"}) {
 		t.Fatalf("alice's vectors %v", got)

@@ -90,6 +90,23 @@ func timed(fn func()) time.Duration {
 	return time.Since(t0)
 }
 
+// spread runs do(0) … do(jobs-1) on clients goroutines, each taking the next job when done with
+// one, and returns how long they took.
+func spread(clients, jobs int, do func(k int)) time.Duration {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	return timed(func() {
+		for range clients {
+			wg.Go(func() {
+				for k := int(next.Add(1)) - 1; k < jobs; k = int(next.Add(1)) - 1 {
+					do(k)
+				}
+			})
+		}
+		wg.Wait()
+	})
+}
+
 // BenchmarkPublish measures publishing turns (until JetStream acknowledged them) through the
 // HTTP gateway next to the same through NATS with pkg/client, alternately in one loop, against
 // one in-process agentmem whose workers apply the turns meanwhile. turns/s is per way: the
@@ -195,23 +212,9 @@ func BenchmarkPublish(b *testing.B) {
 			body, _ := json.Marshal(batch)
 			bodies[k] = string(body)
 		}
-		spread := func(do func(k int)) time.Duration {
-			var next atomic.Int64
-			var wg sync.WaitGroup
-			return timed(func() {
-				for range clients {
-					wg.Go(func() {
-						for k := int(next.Add(1)) - 1; k < batches; k = int(next.Add(1)) - 1 {
-							do(k)
-						}
-					})
-				}
-				wg.Wait()
-			})
-		}
 		// The clients' goroutines report failures with Error: only the benchmark's own goroutine
 		// may stop it.
-		httpTime := spread(func(k int) {
+		httpTime := spread(clients, batches, func(k int) {
 			resp, err := hc.Post(url, hdr["content-type"], strings.NewReader(bodies[k]))
 			if err != nil {
 				b.Error(err)
@@ -223,7 +226,7 @@ func BenchmarkPublish(b *testing.B) {
 				b.Errorf("status %d: %s", resp.StatusCode, data)
 			}
 		})
-		rawTime := spread(func(k int) {
+		rawTime := spread(clients, batches, func(k int) {
 			for _, res := range client.PublishAll(context.Background(), e.js, raws[k], 10*time.Second) {
 				if res.Err != nil {
 					b.Error(res.Err)
@@ -304,26 +307,12 @@ func BenchmarkDurable(b *testing.B) {
 	url := e.srv.URL + "/v1/tenants/acme/events"
 	content := strings.Repeat("durable ", 64)
 	var n atomic.Int64
-	event := func(prefix string) (any, string) {
+	event := func(prefix string) any {
 		i := n.Add(1)
 		turn := events.Turn{Role: "user", Content: content, User: fmt.Sprintf("u%d", i%100)}
-		return structured(fmt.Sprintf("%s%d", prefix, i), fmt.Sprintf("%ss%d", prefix, i%100), events.TypeTurn, turn), fmt.Sprint(i)
+		return structured(fmt.Sprintf("%s%d", prefix, i), fmt.Sprintf("%ss%d", prefix, i%100), events.TypeTurn, turn)
 	}
 	const clients = 8
-	spread := func(jobs int, do func(k int)) time.Duration {
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		return timed(func() {
-			for range clients {
-				wg.Go(func() {
-					for k := int(next.Add(1)) - 1; k < jobs; k = int(next.Add(1)) - 1 {
-						do(k)
-					}
-				})
-			}
-			wg.Wait()
-		})
-	}
 	send := func(ctype, body string) {
 		resp, err := hc.Post(url, ctype, strings.NewReader(body))
 		if err != nil {
@@ -394,20 +383,19 @@ func BenchmarkDurable(b *testing.B) {
 		for k := from; k < to; k += 100 {
 			batch := make([]any, min(100, to-k))
 			for j := range batch {
-				batch[j], _ = event("b")
+				batch[j] = event("b")
 			}
 			body, _ := json.Marshal(batch)
 			bodies = append(bodies, string(body))
 		}
-		batchTime += spread(len(bodies), func(k int) { send(gateway.ContentTypeBatch, bodies[k]) })
+		batchTime += spread(clients, len(bodies), func(k int) { send(gateway.ContentTypeBatch, bodies[k]) })
 
 		singles := make([]string, min(to-from, 200))
 		for k := range singles {
-			ev, _ := event("o")
-			body, _ := json.Marshal(ev)
+			body, _ := json.Marshal(event("o"))
 			singles[k] = string(body)
 		}
-		singleTime += spread(len(singles), func(k int) { send(events.ContentTypeStructured, singles[k]) })
+		singleTime += spread(clients, len(singles), func(k int) { send(events.ContentTypeStructured, singles[k]) })
 		singleTurns += len(singles)
 	}
 

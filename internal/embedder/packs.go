@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentmem/agentmem/internal/integrity"
 	"github.com/agentmem/agentmem/internal/wire"
+	"github.com/agentmem/agentmem/pkg/events"
 )
 
 // Packs: the turns' vectors are written several to a value. A value of its own per vector cost
@@ -125,7 +126,7 @@ func (s *Vectors) PutPack(ctx context.Context, vs []Vector) ([]string, error) {
 }
 
 // PutPacks stores several packs (PutPack's vs each) and returns each one's error. They are
-// written as one JetStream atomic batch, when there are at least minAtomicBatch of them and the
+// written as one JetStream atomic batch, when there are at least events.MinAtomicBatch of them and the
 // bucket's stream allows it (events.Topology
 // enables it): all or nothing, and on a server that syncs every write, one disk sync for the
 // whole batch instead of one per pack. When the batch fails (a server or bucket without atomic
@@ -149,7 +150,7 @@ func (s *Vectors) PutPacks(ctx context.Context, packs [][]Vector) []error {
 			writes = append(writes, write{k, PackKey(part[0].Tenant, part[0].User, part[0].Model, nuid.Next()), EncodePack(part)})
 		}
 	}
-	if len(writes) >= minAtomicBatch && len(writes) <= maxAtomicBatch {
+	if len(writes) >= events.MinAtomicBatch && len(writes) <= events.MaxAtomicBatch {
 		msgs := make([]*nats.Msg, len(writes))
 		for i, w := range writes {
 			msgs[i] = &nats.Msg{Subject: "$KV." + s.bucket + "." + w.key, Data: w.data, Header: nats.Header{}}
@@ -168,13 +169,6 @@ func (s *Vectors) PutPacks(ctx context.Context, packs [][]Vector) []error {
 	}
 	return errs
 }
-
-// maxAtomicBatch is the most messages nats-server takes in one atomic batch (its default limit).
-const maxAtomicBatch = 1000
-
-// minAtomicBatch is the fewest packs written as an atomic batch: nats-server stages a batch in a
-// store of its own, which costs a few syncs, so fewer packs are cheaper written one by one.
-const minAtomicBatch = 4
 
 // packParts splits vectors of one owner and model into packs of at most maxPackBytes.
 func packParts(vs []Vector) ([][]Vector, error) {

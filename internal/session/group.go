@@ -11,6 +11,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/synadia-io/orbit.go/jetstreamext"
+
+	"github.com/agentmem/agentmem/pkg/events"
 )
 
 // Group commit.
@@ -26,16 +28,10 @@ import (
 // its header.
 //
 // An atomic batch costs a few syncs of its own (nats-server stages it in a store of its own), so
-// a group smaller than minAtomicGroup is written commit by commit, concurrently, as before.
+// a group smaller than events.MinAtomicBatch is written commit by commit, concurrently, as before.
 // When a batch is refused (a header another writer changed, a bucket or server without atomic
 // batches, a timeout) the group's writes are made one commit at a time instead, so that each
 // commit gets its own outcome (ErrConflict for the one another writer got to first).
-
-// minAtomicGroup is the fewest commits written as atomic batches.
-const minAtomicGroup = 4
-
-// maxAtomicBatch is the most messages nats-server takes in one atomic batch (its default limit).
-const maxAtomicBatch = 1000
 
 type committer struct {
 	st      *Store
@@ -102,7 +98,7 @@ func (c *committer) write(group []*commitReq) {
 			close(r.done)
 		}
 	}()
-	if len(group) < minAtomicGroup || !c.writeAtomic(group) {
+	if len(group) < events.MinAtomicBatch || !c.writeAtomic(group) {
 		var wg sync.WaitGroup
 		for _, r := range group {
 			wg.Go(func() { r.rev, r.err = c.st.writeCommit(r.ctx, r.chunks, r.header, r.create, r.expect) })
@@ -125,7 +121,7 @@ func (c *committer) writeAtomic(group []*commitReq) bool {
 		m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(r.expect, 10)) // 0 when created
 		headers = append(headers, m)
 	}
-	if len(chunks) > maxAtomicBatch || len(headers) > maxAtomicBatch {
+	if len(chunks) > events.MaxAtomicBatch || len(headers) > events.MaxAtomicBatch {
 		return false
 	}
 	if len(chunks) > 0 {

@@ -158,7 +158,7 @@ func (c *Client) PublishBatch(ctx context.Context, turns []Turn) (_ []Ack, err e
 
 // MaxAtomicBatch is the most messages PublishAtomic sends as one atomic batch: nats-server's
 // default limit of a batch.
-const MaxAtomicBatch = 1000
+const MaxAtomicBatch = events.MaxAtomicBatch
 
 // PublishAtomic stores msgs like PublishAll, as JetStream atomic batches of at most
 // MaxAtomicBatch messages (nats-server 2.12+, a stream with allow_atomic): each batch is stored

@@ -48,6 +48,14 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 	})
 }
 
+// MaxAtomicBatch is the most messages nats-server takes in one atomic batch (its default limit).
+const MaxAtomicBatch = 1000
+
+// MinAtomicBatch is the fewest writes agentmem sends as an atomic batch: nats-server stages a
+// batch in a store of its own, which costs a few disk syncs when every write is synced, so fewer
+// writes are cheaper sent one by one.
+const MinAtomicBatch = 4
+
 // EnableAtomicPublish allows atomic batch publish (nats-server 2.12+) in stream, a bucket's
 // stream for instance (a KV bucket's configuration cannot say so); safe for many processes at
 // once. A server that does not know the setting keeps the stream as it was, and atomic batches

@@ -161,7 +161,7 @@ func (c *Client) PublishBatch(ctx context.Context, turns []Turn) (_ []Ack, err e
 const MaxAtomicBatch = events.MaxAtomicBatch
 
 // PublishAtomic stores msgs like PublishAll, as JetStream atomic batches of at most
-// MaxAtomicBatch messages (nats-server 2.12+, a stream with allow_atomic): each batch is stored
+// MaxAtomicBatch messages (fewer than events.MinAtomicBatch go with PublishAll) (nats-server 2.12+, a stream with allow_atomic): each batch is stored
 // all or nothing, in order and contiguous, and on a server that syncs every write (sync_interval:
 // always) it costs one disk sync instead of one per message (group commit). A batch the server
 // refuses or does not answer (a message id it stored before, a stream without atomic publish, too
@@ -169,8 +169,8 @@ const MaxAtomicBatch = events.MaxAtomicBatch
 // message carries its Nats-Msg-Id, so what the batch stored comes back as duplicates. msgs are
 // not modified. It returns one result per message, in order.
 func PublishAtomic(ctx context.Context, js jetstream.JetStream, msgs []*nats.Msg, attempt time.Duration) []Published {
-	if len(msgs) < 2 {
-		return PublishAll(ctx, js, msgs, attempt)
+	if len(msgs) < events.MinAtomicBatch {
+		return PublishAll(ctx, js, msgs, attempt) // cheaper than staging a batch
 	}
 	out := make([]Published, 0, len(msgs))
 	for start := 0; start < len(msgs); start += MaxAtomicBatch {

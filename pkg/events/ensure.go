@@ -58,20 +58,25 @@ const MinAtomicBatch = 4
 
 // EnableAtomicPublish allows atomic batch publish (nats-server 2.12+) in stream, a bucket's
 // stream for instance (a KV bucket's configuration cannot say so); safe for many processes at
-// once. A server that does not know the setting keeps the stream as it was, and atomic batches
+// once (the stream must exist, or be being created: not found is asked again until ctx ends). A
+// server that does not know the setting keeps the stream as it was, and atomic batches
 // sent to it fail (their publishers then write one message at a time).
 func EnableAtomicPublish(ctx context.Context, js jetstream.JetStream, stream string) error {
 	return retry(ctx, func(ctx context.Context) error {
 		s, err := js.Stream(ctx, stream)
-		if err != nil {
-			return err
+		if err == nil {
+			cfg := s.CachedInfo().Config
+			if cfg.AllowAtomicPublish {
+				return nil
+			}
+			cfg.AllowAtomicPublish = true
+			_, err = js.UpdateStream(ctx, cfg)
 		}
-		cfg := s.CachedInfo().Config
-		if cfg.AllowAtomicPublish {
-			return nil
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			// On a cluster a stream another process just created may not be found for a moment
+			// (TestEnsureRacesOnAFreshCluster): look again.
+			return errTryAgain
 		}
-		cfg.AllowAtomicPublish = true
-		_, err = js.UpdateStream(ctx, cfg)
 		return err
 	})
 }

@@ -101,7 +101,7 @@ func (c *committer) write(group []*commitReq) {
 	if len(group) < events.MinAtomicBatch || !c.writeAtomic(group) {
 		var wg sync.WaitGroup
 		for _, r := range group {
-			wg.Go(func() { r.rev, r.err = c.st.writeCommit(r.ctx, r.chunks, r.header, r.create, r.expect) })
+			wg.Go(func() { r.rev, r.err = c.st.writeCommit(r) })
 		}
 		wg.Wait()
 	}
@@ -145,30 +145,30 @@ func (c *committer) writeAtomic(group []*commitReq) bool {
 	return true
 }
 
-// writeCommit writes one session's chunks, then its header: kv.Create for a new header (and for
-// chunks, whose keys are new), kv.Update from revision expect otherwise.
-func (st *Store) writeCommit(ctx context.Context, chunks []kvWrite, header kvWrite, create bool, expect uint64) (uint64, error) {
-	for _, w := range chunks {
-		if _, err := st.chunks.Create(ctx, w.key, w.data); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+// writeCommit writes commit r on its own: its chunks, then its header (kv.Create for a new header
+// and for chunks, whose keys are new; kv.Update from revision r.expect otherwise).
+func (st *Store) writeCommit(r *commitReq) (uint64, error) {
+	for _, w := range r.chunks {
+		if _, err := st.chunks.Create(r.ctx, w.key, w.data); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
 			return 0, fmt.Errorf("writing chunk %q: %w", w.key, err)
 		}
 	}
-	if create {
-		rev, err := st.headers.Create(ctx, header.key, header.data)
+	if r.create {
+		rev, err := st.headers.Create(r.ctx, r.header.key, r.header.data)
 		if errors.Is(err, jetstream.ErrKeyExists) {
-			return 0, fmt.Errorf("%w: %s was created meanwhile", ErrConflict, header.key)
+			return 0, fmt.Errorf("%w: %s was created meanwhile", ErrConflict, r.header.key)
 		}
 		if err != nil {
-			return 0, fmt.Errorf("writing header %q: %w", header.key, err)
+			return 0, fmt.Errorf("writing header %q: %w", r.header.key, err)
 		}
 		return rev, nil
 	}
-	rev, err := st.headers.Update(ctx, header.key, header.data, expect)
+	rev, err := st.headers.Update(r.ctx, r.header.key, r.header.data, r.expect)
 	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists) {
-		return 0, fmt.Errorf("%w: %s (expected revision %d)", ErrConflict, header.key, expect)
+		return 0, fmt.Errorf("%w: %s (expected revision %d)", ErrConflict, r.header.key, r.expect)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("writing header %q: %w", header.key, err)
+		return 0, fmt.Errorf("writing header %q: %w", r.header.key, err)
 	}
 	return rev, nil
 }

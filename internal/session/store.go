@@ -318,11 +318,7 @@ func (st *Store) Commit(ctx context.Context, s *State) (writes int, err error) {
 		expect = s.replaces
 	}
 	r := &commitReq{ctx: ctx, chunks: chunks, header: kvWrite{key: s.Key.String(), data: data}, create: create, expect: expect}
-	if st.group != nil {
-		st.group.commit(r)
-	} else {
-		r.rev, r.err = st.writeCommit(ctx, r.chunks, r.header, r.create, r.expect)
-	}
+	st.group.commit(r)
 	if r.err != nil {
 		return len(chunks), r.err
 	}

@@ -90,6 +90,21 @@ func timed(fn func()) time.Duration {
 	return time.Since(t0)
 }
 
+// postAccepted posts body from a client goroutine and reports anything but a 202 with Error (only
+// the benchmark's own goroutine may stop it).
+func postAccepted(b *testing.B, c *http.Client, url, ctype, body string) {
+	resp, err := c.Post(url, ctype, strings.NewReader(body))
+	if err != nil {
+		b.Error(err)
+		return
+	}
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		b.Errorf("status %d: %s", resp.StatusCode, data)
+	}
+}
+
 // spread runs do(0) … do(jobs-1) on clients goroutines, each taking the next job when done with
 // one, and returns how long they took.
 func spread(clients, jobs int, do func(k int)) time.Duration {
@@ -214,18 +229,7 @@ func BenchmarkPublish(b *testing.B) {
 		}
 		// The clients' goroutines report failures with Error: only the benchmark's own goroutine
 		// may stop it.
-		httpTime := spread(clients, batches, func(k int) {
-			resp, err := hc.Post(url, hdr["content-type"], strings.NewReader(bodies[k]))
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			data, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusAccepted {
-				b.Errorf("status %d: %s", resp.StatusCode, data)
-			}
-		})
+		httpTime := spread(clients, batches, func(k int) { postAccepted(b, hc, url, hdr["content-type"], bodies[k]) })
 		rawTime := spread(clients, batches, func(k int) {
 			for _, res := range client.PublishAll(context.Background(), e.js, raws[k], 10*time.Second) {
 				if res.Err != nil {
@@ -313,18 +317,6 @@ func BenchmarkDurable(b *testing.B) {
 		return structured(fmt.Sprintf("%s%d", prefix, i), fmt.Sprintf("%ss%d", prefix, i%100), events.TypeTurn, turn)
 	}
 	const clients = 8
-	send := func(ctype, body string) {
-		resp, err := hc.Post(url, ctype, strings.NewReader(body))
-		if err != nil {
-			b.Error(err)
-			return
-		}
-		data, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusAccepted {
-			b.Errorf("status %d: %s", resp.StatusCode, data)
-		}
-	}
 
 	rjs, err := jetstream.New(e.nc, jetstream.WithPublishAsyncMaxPending(1000))
 	if err != nil {
@@ -388,14 +380,14 @@ func BenchmarkDurable(b *testing.B) {
 			body, _ := json.Marshal(batch)
 			bodies = append(bodies, string(body))
 		}
-		batchTime += spread(clients, len(bodies), func(k int) { send(gateway.ContentTypeBatch, bodies[k]) })
+		batchTime += spread(clients, len(bodies), func(k int) { postAccepted(b, hc, url, gateway.ContentTypeBatch, bodies[k]) })
 
 		singles := make([]string, min(to-from, 200))
 		for k := range singles {
 			body, _ := json.Marshal(event("o"))
 			singles[k] = string(body)
 		}
-		singleTime += spread(clients, len(singles), func(k int) { send(events.ContentTypeStructured, singles[k]) })
+		singleTime += spread(clients, len(singles), func(k int) { postAccepted(b, hc, url, events.ContentTypeStructured, singles[k]) })
 		singleTurns += len(singles)
 	}
 

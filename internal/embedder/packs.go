@@ -125,13 +125,12 @@ func (s *Vectors) PutPack(ctx context.Context, vs []Vector) ([]string, error) {
 	return keys, nil
 }
 
-// PutPacks stores several packs (PutPack's vs each) and returns each one's error. They are
-// written as one JetStream atomic batch, when there are at least events.MinAtomicBatch of them and the
-// bucket's stream allows it (events.Topology
-// enables it): all or nothing, and on a server that syncs every write, one disk sync for the
-// whole batch instead of one per pack. When the batch fails (a server or bucket without atomic
-// publish, a timeout) each pack is written on its own under the same keys; a key the batch stored
-// already counts as written.
+// PutPacks stores several packs (PutPack's vs each) and returns each one's error. At least
+// events.MinAtomicBatch packs are written as one JetStream atomic batch when the bucket's stream
+// allows it (events.Topology enables it): all or nothing, and on a server that syncs every write,
+// one disk sync for the whole batch instead of one per pack. Fewer packs, or a batch that fails
+// (a server or bucket without atomic publish, a timeout), are written one by one under the same
+// keys; a key the batch stored already counts as written.
 func (s *Vectors) PutPacks(ctx context.Context, packs [][]Vector) []error {
 	errs := make([]error, len(packs))
 	type write struct {

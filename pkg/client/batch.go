@@ -161,13 +161,14 @@ func (c *Client) PublishBatch(ctx context.Context, turns []Turn) (_ []Ack, err e
 const MaxAtomicBatch = events.MaxAtomicBatch
 
 // PublishAtomic stores msgs like PublishAll, as JetStream atomic batches of at most
-// MaxAtomicBatch messages (fewer than events.MinAtomicBatch go with PublishAll) (nats-server 2.12+, a stream with allow_atomic): each batch is stored
+// MaxAtomicBatch messages (nats-server 2.12+, a stream with allow_atomic): each batch is stored
 // all or nothing, in order and contiguous, and on a server that syncs every write (sync_interval:
-// always) it costs one disk sync instead of one per message (group commit). A batch the server
-// refuses or does not answer (a message id it stored before, a stream without atomic publish, too
-// many batches in flight, a timeout or a leader change) is sent again with PublishAll: every
-// message carries its Nats-Msg-Id, so what the batch stored comes back as duplicates. msgs are
-// not modified. It returns one result per message, in order.
+// always) it costs one disk sync instead of one per message (group commit). Fewer than
+// events.MinAtomicBatch messages go with PublishAll: staging a batch costs more. A batch the
+// server refuses or does not answer (a message id it stored before, a stream without atomic
+// publish, too many batches in flight, a timeout or a leader change) is sent again with
+// PublishAll: every message carries its Nats-Msg-Id, so what the batch stored comes back as
+// duplicates. msgs are not modified. It returns one result per message, in order.
 func PublishAtomic(ctx context.Context, js jetstream.JetStream, msgs []*nats.Msg, attempt time.Duration) []Published {
 	if len(msgs) < events.MinAtomicBatch {
 		return PublishAll(ctx, js, msgs, attempt) // cheaper than staging a batch

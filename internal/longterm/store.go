@@ -508,8 +508,8 @@ func (f Fact) statedOf(prov []string) map[string]time.Time {
 	return out
 }
 
-// restateLate stores the statements of x, a fact that has just ended (superseded), made at or
-// after its end as x's next version (AddFact), which supersedes whatever holds the key then:
+// restateLate stores the statements of x, a fact that has just ended (superseded), made after
+// its end as x's next version (AddFact), which supersedes whatever holds the key then:
 // a restatement that was stored before the fact it restates against (extractions out of
 // order). It returns nil when x has no such statement.
 func (s *Store) restateLate(ctx context.Context, x Fact) (*FactChange, error) {
@@ -518,7 +518,7 @@ func (s *Store) restateLate(ctx context.Context, x Fact) (*FactChange, error) {
 	}
 	var late []string
 	for _, p := range x.Provenance {
-		if at, ok := x.StatedAt[p]; ok && !at.Before(*x.ValidTo) {
+		if at, ok := x.StatedAt[p]; ok && at.After(*x.ValidTo) {
 			late = append(late, p)
 		}
 	}
@@ -541,15 +541,18 @@ func (s *Store) restateLate(ctx context.Context, x Fact) (*FactChange, error) {
 func (f Fact) version() int { return max(f.Version, 1) }
 
 // splitAt splits f's statements at end, the end of the stored version they would join: those
-// made before end (all of them when end is nil) and those made at or after it, each with its
-// own provenance and earliest time; nil for a part with no statement. A fact that names no
-// turn (a correction) is one statement at its ValidFrom.
+// made up to end (all of them when end is nil) and those made after it, each with its own
+// provenance and earliest time; nil for a part with no statement. A fact that names no turn (a
+// correction) is one statement at its ValidFrom. A statement made at the very instant its fact
+// ended (turns of one session often share a time) belongs to the version that ended: the fact
+// that ended it was stated at that instant too and won the tie, and a new version there would be
+// ended by the same fact again, without end.
 func (f Fact) splitAt(end *time.Time) (during, after *Fact) {
 	if end == nil {
 		return &f, nil
 	}
 	if len(f.Provenance) == 0 {
-		if f.ValidFrom.Before(*end) {
+		if !f.ValidFrom.After(*end) {
 			return &f, nil
 		}
 		return nil, &f
@@ -560,7 +563,7 @@ func (f Fact) splitAt(end *time.Time) (during, after *Fact) {
 			at = f.ValidFrom
 		}
 		part := &during
-		if !at.Before(*end) {
+		if at.After(*end) {
 			part = &after
 		}
 		if *part == nil {

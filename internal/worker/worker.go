@@ -44,7 +44,7 @@ import (
 // Subjected is what Place needs of a message: its subject.
 type Subjected interface{ Subject() string }
 
-// Handler processes one message. It never acknowledges.
+// Handler processes one message. It never acknowledges: the worker settles its error (settle).
 type Handler func(ctx context.Context, m jetstream.Msg) error
 
 // Config configures a Worker.
@@ -62,6 +62,9 @@ type Config struct {
 	Heartbeat time.Duration
 	// Timeout bounds one handler call (default 4 minutes).
 	Timeout time.Duration
+	// Middleware wraps the handler, the first outermost, inside the worker's own Recover and
+	// Timeout; settlement always follows, outside every middleware.
+	Middleware []Middleware
 	// Place says where a message's dead letter goes (tenant and session; "" for memory.dlq._).
 	Place func(m Subjected) (tenant, session string)
 	// Backoff is the redelivery delay after the n-th failed delivery (default Backoff).
@@ -109,6 +112,9 @@ func New(cfg Config, js jetstream.JetStream, dlq *deadletter.Writer, handler Han
 	if cfg.Backoff == nil {
 		cfg.Backoff = Backoff
 	}
+	// The fixed outer chain: a panic anywhere below is a retried error, and no call outlasts
+	// Timeout.
+	handler = Chain(handler, append([]Middleware{Recover, Timeout(cfg.Timeout)}, cfg.Middleware...)...)
 	w := &Worker{cfg: cfg, js: js, dlq: dlq, handler: handler, log: log.With().Str("component", cfg.Name).Logger()}
 	w.settler = &settler{name: cfg.Name, dlq: dlq, log: w.log, metrics: cfg.Metrics, backoff: cfg.Backoff, place: cfg.Place}
 	return w
@@ -278,10 +284,8 @@ func (w *Worker) handle(stopping <-chan struct{}, m jetstream.Msg) {
 		_ = m.Term()
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), stoppingKey{}, stopping), w.cfg.Timeout)
-	defer cancel()
 	release := hold([]jetstream.Msg{m}, w.cfg.Heartbeat)
-	err = protect(func() error { return w.handler(ctx, m) })
+	err = w.handler(context.WithValue(context.Background(), stoppingKey{}, stopping), m)
 	release()
 	w.settler.settle(m, meta, err)
 }

@@ -58,10 +58,8 @@ type effects struct {
 // It returns each message's outcome: nil, or worker.Recorded for a rejected message (its dead
 // letter is written before the commit that records the rejection); or the error that leaves
 // every message of the batch for redelivery, when nothing was committed.
-func (w *Worker) processSession(part *partition, items []worker.Delivery) (outcomes []error, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	addr := items[0].Key.(events.TurnAddress)
+func (w *Worker) processSession(ctx context.Context, part *partition, items []worker.Delivery[events.TurnAddress]) (outcomes []error, err error) {
+	addr := items[0].Key
 	k := session.Key{Tenant: addr.Tenant, Session: addr.Session}
 	fx := &effects{trace: ctx}
 	fail := func(err error) ([]error, error) {
@@ -173,7 +171,7 @@ func (w *Worker) record(fx *effects) {
 
 // fillGap applies, in order, every message of the session stored before seq that was not
 // decided yet.
-func (w *Worker) fillGap(ctx context.Context, st *session.State, stored string, seq uint64, it worker.Delivery, addr events.TurnAddress, fx *effects) error {
+func (w *Worker) fillGap(ctx context.Context, st *session.State, stored string, seq uint64, it worker.Delivery[events.TurnAddress], addr events.TurnAddress, fx *effects) error {
 	next, err := w.reader.Next(ctx, stored, st.Header.LastSeq+1)
 	if err != nil {
 		return err

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-
 	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/internal/worker"
 	"github.com/agentmem/agentmem/pkg/events"

@@ -48,7 +48,10 @@ func TestChainOrder(t *testing.T) {
 			}
 		}
 	}
-	gh := ChainGroup(func(context.Context, []Delivery[string]) ([]error, error) { log = append(log, "handler"); return nil, nil },
+	gh := ChainGroup(func(context.Context, []Delivery[string]) ([]error, error) {
+		log = append(log, "handler")
+		return nil, nil
+	},
 		groupRecord("a"), groupRecord("b"))
 	if _, err := gh(context.Background(), nil); err != nil {
 		t.Fatal(err)

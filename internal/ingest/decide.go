@@ -209,12 +209,18 @@ func (w *Worker) publish(ctx context.Context, fx *effects) error {
 // message is bad input ("" otherwise). It never fails: every outcome is recorded.
 func (w *Worker) decide(st *session.State, m message, fx *effects) (bad string) {
 	defer st.Advance(m.seq, m.stored)
-	defer func() {
-		if r := recover(); r != nil {
-			bad = fmt.Sprintf("internal error while applying the message: %v", r)
-			w.reject(st, m, "", bad, deadletter.ClassInternal, fx)
-		}
-	}()
+	// A panic while deciding one message dead-letters that message: retrying would only panic
+	// again and hold up the session's later turns.
+	var p *worker.PanicError
+	if err := worker.Protect(func() error { bad = w.apply(st, m, fx); return nil }); errors.As(err, &p) {
+		bad = fmt.Sprintf("internal error while applying the message: %v", p.Value)
+		w.reject(st, m, "", bad, deadletter.ClassInternal, fx)
+	}
+	return bad
+}
+
+// apply decides one message (decide), without its recovery.
+func (w *Worker) apply(st *session.State, m message, fx *effects) (bad string) {
 	ev, err := events.Decode(natsMsg(m.subject, m.header, m.data))
 	if err != nil {
 		return w.reject(st, m, m.header.Get("ce-id"), err.Error(), deadletter.ClassMalformed, fx)

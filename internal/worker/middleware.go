@@ -29,7 +29,7 @@ func Chain(h Handler, mw ...Middleware) Handler {
 // the message is retried, and dead-lettered on its last delivery. Both modes run it outermost.
 func Recover(next Handler) Handler {
 	return func(ctx context.Context, m jetstream.Msg) (err error) {
-		return protect(func() error { return next(ctx, m) })
+		return Protect(func() error { return next(ctx, m) })
 	}
 }
 
@@ -100,7 +100,7 @@ func ChainGroup[K comparable](h GroupHandler[K], mw ...GroupMiddleware[K]) Group
 // group: the group is retried in order. The ordered mode runs it outermost.
 func RecoverGroup[K comparable](next GroupHandler[K]) GroupHandler[K] {
 	return func(ctx context.Context, group []Delivery[K]) (outcomes []error, err error) {
-		err = protect(func() error {
+		err = Protect(func() error {
 			outcomes, err = next(ctx, group)
 			return err
 		})

@@ -160,8 +160,10 @@ func (s *settler) deadLetter(m jetstream.Msg, meta *jetstream.MsgMetadata, reaso
 	_ = m.TermWithReason(reason)
 }
 
-// protect calls fn and returns a panic in it as a *PanicError.
-func protect(fn func() error) (err error) {
+// Protect calls fn and returns a panic in it as a *PanicError: the one recover of the consume
+// layer (Recover, RecoverGroup and Each use it), for a handler that settles a panic of part of
+// its work itself (ingest dead-letters the turn whose decision panicked and goes on).
+func Protect(fn func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = &PanicError{Value: r}

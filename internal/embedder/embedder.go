@@ -27,7 +27,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmem/agentmem/internal/deadletter"
 	"github.com/agentmem/agentmem/internal/embed"
@@ -113,9 +112,6 @@ type Worker struct {
 	batch   *batcher
 	workers []*worker.Worker
 	log     zerolog.Logger
-	// stopping is closed when Run's context ends: a turn waiting for ingest gives its message
-	// back at once instead of holding the shutdown up.
-	stopping chan struct{}
 	// turnsSince is when the turns consumer was created (Unix nanoseconds; the worker says so
 	// again when the consumer is created anew): a turn stored after it and delivered for the
 	// first time cannot have a vector yet (nothing else embeds live turns), so it is embedded
@@ -161,7 +157,6 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, emb embed.Embe
 	vectors = vectors.Instrument(rep)
 	w := &Worker{
 		cfg: cfg, emb: emb, vectors: vectors, packs: newPackIndex(vectors, packIndexSize), log: log,
-		stopping: make(chan struct{}),
 		sessions: newSessionCache(store.Instrument(rep), sessionCacheSize), long: long.Instrument(rep),
 	}
 	w.turnsSince.Store(turns.CachedInfo().Created.UnixNano())
@@ -186,7 +181,8 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, emb embed.Embe
 	}{
 		// Turns ingest rejects or cannot decode are ingest's to dead-letter; session ends are
 		// not embedded.
-		{"embedder-turns", topo.TurnsStream(), w.turns,
+		{"embedder-turns", topo.TurnsStream(), worker.Dispatch{Kinds: []string{events.KindTurns},
+			Routes: []worker.Route{worker.Read(readTurn, w.handleTurn)}, SkipInvalid: true}.Handler(),
 			func(m jetstream.Msg) bool { return !maybeTurn(m.Headers()) },
 			func(t time.Time) { w.turnsSince.Store(t.UnixNano()) }},
 		// A summary that breaks the contract is ingest's to dead-letter.
@@ -229,8 +225,6 @@ func (w *Worker) Run(ctx context.Context) error {
 	bctx, stopBatches := context.WithCancel(context.WithoutCancel(ctx))
 	var bwg sync.WaitGroup
 	bwg.Go(func() { w.batch.run(bctx) })
-	stopWatch := context.AfterFunc(ctx, func() { close(w.stopping) })
-	defer stopWatch()
 	// A turn waits for ingest's decision: each commit wakes the waiters of its session.
 	if err := w.sessions.store.WatchCommits(ctx, w.sessions.committed); err != nil {
 		w.log.Warn().Err(err).Msg("session commits not watched; waiting turns poll instead")
@@ -253,41 +247,30 @@ func (w *Worker) Run(ctx context.Context) error {
 // ce-type header; structured mode only in its body.
 func maybeTurn(h nats.Header) bool { return events.MaybeType(h, events.TypeTurn) }
 
-// turns handles a message of the turns consumer. It reads the turn with events.ReadAppliedTurn:
-// agentmem's own binary-mode turns from their id header and data, without building and checking a
-// CloudEvent (most of what the stage spent per turn besides the embedding and the write). That
-// check would only repeat ingest's: a turn is embedded once ingest has applied it (handleTurn),
-// and ingest applies only turns that pass it. A message that cannot be read as a turn at all is
-// not embedded (ingest dead-letters it, or it is a session end).
-func (w *Worker) turns(ctx context.Context, m jetstream.Msg) error {
-	addr, err := events.ParseEventSubject(m.Subject())
-	if err != nil || addr.Kind != events.KindTurns {
-		return nil
-	}
-	meta, err := m.Metadata()
-	if err != nil {
-		return err
-	}
-	t, err := events.ReadAppliedTurn(&jetstream.RawStreamMsg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data(),
-		Sequence: meta.Sequence.Stream, Time: meta.Timestamp})
-	if err != nil {
-		return nil
-	}
-	if sc, ok := events.SpanContextOf(m.Headers(), nil); ok {
-		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
-	}
-	return w.handleTurn(ctx, addr, meta, t.ID, t.Turn)
+// readTurn reads a message of the turns consumer with events.ReadAppliedTurn: agentmem's own
+// binary-mode turns from their id header and data, without building and checking a CloudEvent
+// (most of what the stage spent per turn besides the embedding and the write). That check would
+// only repeat ingest's: a turn is embedded once ingest has applied it (handleTurn), and ingest
+// applies only turns that pass it. A message that cannot be read as a turn at all is not
+// embedded (ingest dead-letters it, or it is a session end): the Dispatch skips it.
+func readTurn(e worker.Event) (events.StoredTurn, error) {
+	return events.ReadAppliedTurn(&jetstream.RawStreamMsg{Subject: e.Msg.Subject(), Header: e.Msg.Headers(), Data: e.Msg.Data(),
+		Sequence: e.Meta.Sequence.Stream, Time: e.Meta.Timestamp})
 }
 
 // handleTurn embeds a turn once ingest has applied it. Turns ingest rejects (bad input, another
 // user's session) or never sees decoded are not embedded: ingest dead-letters those.
-func (w *Worker) handleTurn(ctx context.Context, addr events.EventAddress, meta *jetstream.MsgMetadata, id string, turn events.Turn) error {
+func (w *Worker) handleTurn(ctx context.Context, e worker.Event, t events.StoredTurn) error {
+	addr, meta, id, turn := e.Address, e.Meta, t.ID, t.Turn
 	if addr.Partition < 0 {
 		return nil // not a partitioned turn subject: ingest dead-letters it
 	}
 	k := session.Key{Tenant: addr.Tenant, Session: addr.Key}
 	epoch := w.sessions.forgets.Load() // before the decision: a forget during it is seen
-	applied, user, err := w.sessions.decided(ctx, w.stopping, k, id, meta.Sequence.Stream, w.cfg.DecideWait)
+	// A turn waiting for ingest gives its message back at once when the worker stops, instead of
+	// holding the shutdown up.
+	stopping := worker.Stopping(ctx)
+	applied, user, err := w.sessions.decided(ctx, stopping, k, id, meta.Sequence.Stream, w.cfg.DecideWait)
 	if err != nil {
 		return err
 	}
@@ -312,7 +295,7 @@ func (w *Worker) handleTurn(ctx context.Context, addr events.EventAddress, meta 
 		}
 	}
 	keep := func(ctx context.Context) (bool, error) {
-		ok, err := w.sessions.stillApplied(ctx, w.stopping, k, id, meta.Sequence.Stream, epoch)
+		ok, err := w.sessions.stillApplied(ctx, stopping, k, id, meta.Sequence.Stream, epoch)
 		if err == nil && !ok {
 			w.cfg.Metrics.EmbedSkipped("turn")
 		}

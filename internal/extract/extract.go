@@ -162,7 +162,8 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 		// read those, not every turn of the stream. They are agentmem's own, so one that does not
 		// decode is dead-lettered.
 		Kinds:  []string{events.KindEnded},
-		Routes: []worker.Route{worker.On(events.TypeEndApplied, w.handleEnd)},
+		Routes: []worker.Route{worker.On(events.TypeEndApplied, w.handleEnd).Traced(spanName)},
+		Tracer: w.tracer,
 	}.Handler(), log)
 	w.sums = worker.New(worker.Config{
 		Name: "extractor-summaries", Stream: topo.SummaryStream(), Consumer: topo.ExtractorSummaryConsumer(),
@@ -170,7 +171,8 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 		Metrics: cfg.Metrics,
 	}, js, dlq, worker.Dispatch{
 		Kinds:  []string{events.KindSummaries},
-		Routes: []worker.Route{worker.On(events.TypeSummary, w.handleSummary)},
+		Routes: []worker.Route{worker.On(events.TypeSummary, w.handleSummary).Traced(spanName)},
+		Tracer: w.tracer,
 		// A summary that breaks the contract is ingest's to dead-letter.
 		SkipInvalid: true,
 	}.Handler(), log)
@@ -218,18 +220,24 @@ func (w *Worker) handleSummary(ctx context.Context, e worker.Event, sum events.S
 	return w.extract(ctx, k, sum.LastSeq, e.Meta.NumDelivered > 1, "summary")
 }
 
+// spanName names the span of an extraction: the consumers' (a Trace middleware of their
+// Dispatch, child of the trigger's trace) and a replay's.
+const spanName = "agentmem.extract"
+
 // Extract extracts the facts of a session's applied turns up to stream sequence upTo that were
 // not extracted yet (a replay's direct call; the consumers do the same on their triggers).
-func (w *Worker) Extract(ctx context.Context, k session.Key, upTo uint64) error {
+func (w *Worker) Extract(ctx context.Context, k session.Key, upTo uint64) (err error) {
+	ctx, span := w.tracer.Start(ctx, spanName, trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithAttributes(attribute.String("agentmem.tenant", k.Tenant), attribute.String("agentmem.session", k.Session)))
+	defer func() { tracing.End(span, err) }()
 	return w.extract(ctx, k, upTo, false, "replay")
 }
 
-// extract extracts the facts of the session's applied turns up to seq that were not extracted yet.
+// extract extracts the facts of the session's applied turns up to seq that were not extracted
+// yet, in the extraction span of ctx (which it gives the trigger, the range and what it read).
 func (w *Worker) extract(ctx context.Context, k session.Key, upTo uint64, redelivered bool, trigger string) (err error) {
-	ctx, span := w.tracer.Start(ctx, "agentmem.extract", trace.WithSpanKind(trace.SpanKindConsumer),
-		trace.WithAttributes(attribute.String("agentmem.tenant", k.Tenant), attribute.String("agentmem.session", k.Session),
-			attribute.String("agentmem.trigger", trigger), attribute.Int64("agentmem.up_to_seq", int64(upTo))))
-	defer func() { tracing.End(span, err) }()
+	span := trace.SpanFromContext(ctx)
+	span.SetAttributes(attribute.String("agentmem.trigger", trigger), attribute.Int64("agentmem.up_to_seq", int64(upTo)))
 	if err := w.awaitIngest(ctx, k, upTo); err != nil {
 		return err
 	}

@@ -58,10 +58,8 @@ type effects struct {
 // It returns each message's outcome: nil, or worker.Recorded for a rejected message (its dead
 // letter is written before the commit that records the rejection); or the error that leaves
 // every message of the batch for redelivery, when nothing was committed.
-func (w *Worker) processSession(part *partition, items []worker.Delivery) (outcomes []error, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
-	addr := items[0].Key.(events.TurnAddress)
+func (w *Worker) processSession(ctx context.Context, part *partition, items []worker.Delivery[events.TurnAddress]) (outcomes []error, err error) {
+	addr := items[0].Key
 	k := session.Key{Tenant: addr.Tenant, Session: addr.Session}
 	fx := &effects{trace: ctx}
 	fail := func(err error) ([]error, error) {
@@ -173,7 +171,7 @@ func (w *Worker) record(fx *effects) {
 
 // fillGap applies, in order, every message of the session stored before seq that was not
 // decided yet.
-func (w *Worker) fillGap(ctx context.Context, st *session.State, stored string, seq uint64, it worker.Delivery, addr events.TurnAddress, fx *effects) error {
+func (w *Worker) fillGap(ctx context.Context, st *session.State, stored string, seq uint64, it worker.Delivery[events.TurnAddress], addr events.TurnAddress, fx *effects) error {
 	next, err := w.reader.Next(ctx, stored, st.Header.LastSeq+1)
 	if err != nil {
 		return err
@@ -211,12 +209,18 @@ func (w *Worker) publish(ctx context.Context, fx *effects) error {
 // message is bad input ("" otherwise). It never fails: every outcome is recorded.
 func (w *Worker) decide(st *session.State, m message, fx *effects) (bad string) {
 	defer st.Advance(m.seq, m.stored)
-	defer func() {
-		if r := recover(); r != nil {
-			bad = fmt.Sprintf("internal error while applying the message: %v", r)
-			w.reject(st, m, "", bad, deadletter.ClassInternal, fx)
-		}
-	}()
+	// A panic while deciding one message dead-letters that message: retrying would only panic
+	// again and hold up the session's later turns.
+	var p *worker.PanicError
+	if err := worker.Protect(func() error { bad = w.apply(st, m, fx); return nil }); errors.As(err, &p) {
+		bad = fmt.Sprintf("internal error while applying the message: %v", p.Value)
+		w.reject(st, m, "", bad, deadletter.ClassInternal, fx)
+	}
+	return bad
+}
+
+// apply decides one message (decide), without its recovery.
+func (w *Worker) apply(st *session.State, m message, fx *effects) (bad string) {
 	ev, err := events.Decode(natsMsg(m.subject, m.header, m.data))
 	if err != nil {
 		return w.reject(st, m, m.header.Get("ce-id"), err.Error(), deadletter.ClassMalformed, fx)

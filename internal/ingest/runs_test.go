@@ -64,15 +64,15 @@ func TestFirstDeliveriesWithAGapBetweenThemFillIt(t *testing.T) {
 	first, _, third := fetch(), fetch(), fetch()
 	// The consume layer numbers delivery runs (internal/worker TestDeliveryRuns): t0 and t2 came
 	// in different runs.
-	var group []worker.Delivery
+	var group []worker.Delivery[events.TurnAddress]
 	for i, m := range []jetstream.Msg{first, third} {
 		meta, err := m.Metadata()
 		if err != nil {
 			t.Fatal(err)
 		}
-		group = append(group, worker.Delivery{Msg: m, Meta: meta, Key: events.TurnAddress{Tenant: "acme", Session: "s1", Partition: 0}, Run: uint64(i + 1)})
+		group = append(group, worker.Delivery[events.TurnAddress]{Msg: m, Meta: meta, Key: events.TurnAddress{Tenant: "acme", Session: "s1", Partition: 0}, Run: uint64(i + 1)})
 	}
-	if _, err := w.processSession(newPartition(0, 10), group); err != nil {
+	if _, err := w.processSession(ctx, newPartition(0, 10), group); err != nil {
 		t.Fatal(err)
 	}
 	st, err := w.store.Load(ctx, session.Key{Tenant: "acme", Session: "s1"}, w.cfg.Budget.Conversation())

@@ -6,12 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/agentmem/agentmem/internal/session"
-	"github.com/agentmem/agentmem/internal/tracing"
 	"github.com/agentmem/agentmem/internal/worker"
 	"github.com/agentmem/agentmem/pkg/events"
 )
@@ -25,16 +20,15 @@ func parseSummarySubject(subject string) (session.Key, error) {
 	return session.Key{Tenant: tenant, Session: sess}, err
 }
 
-// applySummaries applies a session's agentmem.summary.v1 events of a batch, in order: the
-// placeholder a pressure event named gets the summary's text. Applying the same summary again
-// changes nothing. It returns each event's outcome.
-func (w *Worker) applySummaries(part *partition, group []worker.Delivery) []error {
-	outcomes := make([]error, len(group))
-	for i, d := range group {
-		outcomes[i] = w.applySummary(part, d.Key.(session.Key), d.Msg)
-		if err := outcomes[i]; err != nil && !errors.Is(err, events.ErrInvalid) {
+// applySummaries applies a session's agentmem.summary.v1 events of a batch, in order, through
+// handler (summaryHandler): the placeholder a pressure event named gets the summary's text.
+// Applying the same summary again changes nothing. It returns each event's outcome.
+func (w *Worker) applySummaries(ctx context.Context, handler worker.Handler, group []worker.Delivery[session.Key]) []error {
+	outcomes, _ := worker.Each[session.Key](handler)(ctx, group)
+	for i, err := range outcomes {
+		if err != nil && !errors.Is(err, events.ErrInvalid) {
 			w.failures.Add(1)
-			w.log.Debug().Err(err).Str("subject", d.Msg.Subject()).Msg("summary not applied yet; will retry")
+			w.log.Debug().Err(err).Str("subject", group[i].Msg.Subject()).Msg("summary not applied yet; will retry")
 		} else if err != nil {
 			w.rejected.Add(1)
 		}
@@ -42,31 +36,22 @@ func (w *Worker) applySummaries(part *partition, group []worker.Delivery) []erro
 	return outcomes
 }
 
-func (w *Worker) applySummary(part *partition, k session.Key, m jetstream.Msg) (err error) {
-	ev, err := events.Decode(natsMsg(m.Subject(), m.Headers(), m.Data()))
-	if err != nil {
-		return err
-	}
-	_, span := w.tracer.Start(events.TraceContext(context.Background(), ev), "agentmem.ingest.summary",
-		trace.WithSpanKind(trace.SpanKindConsumer),
-		trace.WithAttributes(attribute.String("agentmem.tenant", k.Tenant), attribute.String("agentmem.session", k.Session),
-			attribute.String("messaging.message.id", ev.ID())))
-	defer func() { tracing.End(span, err) }()
-	if ev.Type() != events.TypeSummary {
-		return fmt.Errorf("%w: unexpected event type %q on a summaries subject", events.ErrInvalid, ev.Type())
-	}
-	sum, err := events.DecodeData[events.Summary](ev)
-	if err != nil {
-		return err
-	}
-	if err := sum.Validate(); err != nil {
-		return err
-	}
+// summaryHandler returns the handler of a partition's summaries: decoded and validated once
+// (worker.Dispatch), each in its "agentmem.ingest.summary" span, and applied within opTimeout.
+func (w *Worker) summaryHandler(part *partition) worker.Handler {
+	return worker.Chain(worker.Dispatch{
+		Kinds: []string{events.KindSummaries},
+		Routes: []worker.Route{worker.On(events.TypeSummary, func(ctx context.Context, e worker.Event, sum events.Summary) error {
+			return w.applySummary(ctx, part, session.Key{Tenant: e.Address.Tenant, Session: e.Address.Key}, sum)
+		}).Traced("agentmem.ingest.summary")},
+		Tracer: w.tracer,
+	}.Handler(), worker.Timeout(opTimeout))
+}
+
+func (w *Worker) applySummary(ctx context.Context, part *partition, k session.Key, sum events.Summary) (err error) {
 	if sum.Session != k.Session {
 		return fmt.Errorf("%w: summary names session %q on the subject of session %q", events.ErrInvalid, sum.Session, k.Session)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-	defer cancel()
 	st := part.get(k)
 	if st == nil {
 		if st, err = w.store.Load(ctx, k, w.cfg.Budget.Conversation()); err != nil {

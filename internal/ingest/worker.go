@@ -253,9 +253,8 @@ func (p *partition) drop(k session.Key) {
 
 // keepPartition serves partition p until ctx ends, starting it again when it stops on its own:
 // binding its consumers fails while, for example, their leader is being elected after a server
-// restart, and a partition its owner does not serve is served by nobody (the likely cause of a
-// make chaos run in which a partition stayed unserved for minutes after its member resumed from
-// SIGSTOP and took it back). The pause between tries grows from 250 ms to 5 s.
+// restart, and a partition its owner does not serve is served by nobody. The pause between
+// tries grows from 250 ms to 5 s.
 func (w *Worker) keepPartition(ctx context.Context, p int) {
 	pause := 250 * time.Millisecond
 	for {
@@ -278,17 +277,19 @@ func (w *Worker) keepPartition(ctx context.Context, p int) {
 func (w *Worker) runPartition(ctx context.Context, n int) error {
 	part := newPartition(n, max(1, w.cfg.CachedSessions))
 	topo := w.cfg.Topology
-	return w.runner.Run(ctx, worker.Feed{
+	summaries := w.summaryHandler(part)
+	return w.runner.Run(ctx, worker.Feed[events.TurnAddress]{
 		Stream: topo.TurnsStream(), Consumer: topo.IngestConsumer(n), PriorityGroup: events.IngestPriorityGroup,
-		Group: w.turnGroup, Handle: func(_ context.Context, g []worker.Delivery) ([]error, error) {
-			return w.processSession(part, g)
+		Group: w.turnGroup, Handle: func(ctx context.Context, g []worker.Delivery[events.TurnAddress]) ([]error, error) {
+			return w.processSession(ctx, part, g)
 		},
-		Batch: w.turnBatch,
-	}, worker.Feed{
+		Middleware: []worker.GroupMiddleware[events.TurnAddress]{worker.TimeoutGroup[events.TurnAddress](opTimeout)},
+		Batch:      w.turnBatch,
+	}, worker.Feed[session.Key]{
 		Stream: topo.SummaryStream(), Consumer: topo.IngestSummaryConsumer(n), PriorityGroup: events.IngestPriorityGroup,
-		Group: func(m jetstream.Msg) (any, error) { return parseSummarySubject(m.Subject()) },
-		Handle: func(_ context.Context, g []worker.Delivery) ([]error, error) {
-			return w.applySummaries(part, g), nil
+		Group: func(m jetstream.Msg) (session.Key, error) { return parseSummarySubject(m.Subject()) },
+		Handle: func(ctx context.Context, g []worker.Delivery[session.Key]) ([]error, error) {
+			return w.applySummaries(ctx, summaries, g), nil
 		},
 		Place: func(m worker.Subjected) (string, string) {
 			k, _ := parseSummarySubject(m.Subject())
@@ -299,11 +300,11 @@ func (w *Worker) runPartition(ctx context.Context, n int) error {
 
 // turnGroup groups a partition's turns by session (its address); a subject that names no
 // session is dead-lettered at once.
-func (w *Worker) turnGroup(m jetstream.Msg) (any, error) {
+func (w *Worker) turnGroup(m jetstream.Msg) (events.TurnAddress, error) {
 	addr, err := events.ParseTurnSubject(m.Subject())
 	if err != nil {
 		w.rejected.Add(1)
-		return nil, worker.Classed(deadletter.ClassMalformed, fmt.Errorf("subject %q: %w", m.Subject(), err))
+		return events.TurnAddress{}, worker.Classed(deadletter.ClassMalformed, fmt.Errorf("subject %q: %w", m.Subject(), err))
 	}
 	return addr, nil
 }
@@ -318,12 +319,12 @@ func (w *Worker) turnBatch(n int) func() {
 // runMalformed dead-letters the turns-stream messages whose subject names no session: the
 // consumer of everything no partition consumer matches.
 func (w *Worker) runMalformed(ctx context.Context) error {
-	return w.runner.Run(ctx, worker.Feed{
+	return w.runner.Run(ctx, worker.Feed[struct{}]{
 		Stream: w.cfg.Topology.TurnsStream(), Consumer: w.cfg.Topology.MalformedConsumer(),
-		Group: func(m jetstream.Msg) (any, error) {
+		Group: func(m jetstream.Msg) (struct{}, error) {
 			w.messages.Add(1)
 			w.rejected.Add(1)
-			return nil, worker.Classed(deadletter.ClassMalformed,
+			return struct{}{}, worker.Classed(deadletter.ClassMalformed,
 				fmt.Errorf("subject %q is not memory.turns.<tenant>.<session> (tokens [A-Za-z0-9_-]{1,64})", m.Subject()))
 		},
 	})

@@ -10,14 +10,13 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/agentmem/agentmem/internal/tracing"
 	"github.com/agentmem/agentmem/pkg/events"
 )
 
-// Event is a delivered message decoded once: what its subject names and its CloudEvent.
+// Event is a delivered message decoded once: what its subject names and its CloudEvent (the
+// zero event for a Read route, which reads the message itself).
 type Event struct {
 	Msg     jetstream.Msg
 	Meta    *jetstream.MsgMetadata
@@ -25,10 +24,12 @@ type Event struct {
 	Event   cloudevents.Event
 }
 
-// Route handles the events of one type (see On).
+// Route handles the events of one type (see On and Read).
 type Route struct {
 	typ  string
 	span string
+	// raw routes read the message themselves (Read): no CloudEvent is built for them.
+	raw  bool
 	call func(ctx context.Context, e Event) error
 }
 
@@ -50,19 +51,41 @@ func On[T any](typ string, fn func(ctx context.Context, e Event, data T) error) 
 	}}
 }
 
-// Traced returns the route with a consumer span named name around each call, a child of the
-// trace the event carries; the span records the handler's error.
+// Read routes every message of its Dispatch (it is the only route) to fn with T read from the
+// message by read, without building a CloudEvent: for a hot path whose reader checks the event
+// itself (events.ReadAppliedTurn). An error of read is bad input (events.ErrInvalid). The
+// handler's context continues the trace the message's headers name.
+func Read[T any](read func(e Event) (T, error), fn func(ctx context.Context, e Event, v T) error) Route {
+	return Route{raw: true, call: func(ctx context.Context, e Event) error {
+		v, err := read(e)
+		if err != nil {
+			return &unreadable{fmt.Errorf("%w: %w", events.ErrInvalid, err)}
+		}
+		return fn(ctx, e, v)
+	}}
+}
+
+// unreadable is a message a Read route could not read: bad input, skipped like a message that
+// does not decode.
+type unreadable struct{ err error }
+
+func (u *unreadable) Error() string { return u.err.Error() }
+func (u *unreadable) Unwrap() error { return u.err }
+
+// Traced returns the route with a consumer span named name around each call (the Trace
+// middleware), a child of the trace the event carries; the span records the handler's error.
 func (r Route) Traced(name string) Route {
 	r.span = name
 	return r
 }
 
-// Dispatch is the decode-once middleware of a shared worker.
+// Dispatch is the decode-once step of a consumer: it parses each message's subject, decodes its
+// CloudEvent and dispatches on its type to a typed route.
 type Dispatch struct {
 	// Kinds are the subject kinds accepted (events.Kind*); a message on another kind is bad
 	// input. Empty accepts every kind.
 	Kinds []string
-	// Routes are the typed handlers, one per event type.
+	// Routes are the typed handlers, one per event type (or a single Read route).
 	Routes []Route
 	// SkipUnknown acknowledges events of a type without a route (a stage that reads a stream
 	// shared with others, e.g. session ends among turns); otherwise they are bad input.
@@ -74,66 +97,93 @@ type Dispatch struct {
 	Tracer trace.Tracer
 }
 
-// Handler returns the worker handler of d.
+// Handler returns the handler of d: Decode, then the route of the event's type, each route
+// wrapped in its Trace middleware when it is Traced.
 func (d Dispatch) Handler() Handler {
-	tracer := d.Tracer
-	if tracer == nil {
-		tracer = tracing.Tracer(nil)
+	routes := make(map[string]Handler, len(d.Routes))
+	var raw Handler
+	for _, r := range d.Routes {
+		call := r.call
+		h := func(ctx context.Context, _ jetstream.Msg) error {
+			e, _ := EventOf(ctx)
+			return call(ctx, e)
+		}
+		if r.span != "" {
+			h = Trace(d.Tracer, r.span)(h)
+		}
+		if r.raw {
+			raw = h
+			continue
+		}
+		routes[r.typ] = h
 	}
+	if raw != nil {
+		return d.Decode(raw)
+	}
+	return d.Decode(func(ctx context.Context, m jetstream.Msg) error {
+		e, _ := EventOf(ctx)
+		if h, ok := routes[e.Event.Type()]; ok {
+			return h(ctx, m)
+		}
+		if d.SkipUnknown {
+			return nil
+		}
+		types := make([]string, len(d.Routes))
+		for i, r := range d.Routes {
+			types[i] = r.typ
+		}
+		return fmt.Errorf("%w: unexpected event type %q on %s: want %s", events.ErrInvalid, e.Event.Type(), m.Subject(), strings.Join(types, " or "))
+	})
+}
+
+// Decode is the decode middleware of d: it parses the subject of each message (checking its
+// kind), reads its metadata and, unless d has a Read route, decodes its CloudEvent, and hands
+// next a context carrying the result (EventOf) and the trace the event names. A message that
+// does not parse or decode (or that a Read route cannot read) is bad input (events.ErrInvalid):
+// returned, or acknowledged with SkipInvalid.
+func (d Dispatch) Decode(next Handler) Handler {
+	raw := len(d.Routes) == 1 && d.Routes[0].raw
 	return func(ctx context.Context, m jetstream.Msg) error {
-		e, route, err := d.decode(m)
+		e, err := d.decode(m, raw)
 		if err != nil {
 			if d.SkipInvalid && errors.Is(err, events.ErrInvalid) {
 				return nil
 			}
 			return err
 		}
-		if route == nil {
+		if raw {
+			if sc, ok := events.SpanContextOf(m.Headers(), nil); ok {
+				ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
+			}
+		} else {
+			ctx = events.TraceContext(ctx, e.Event)
+		}
+		err = next(context.WithValue(ctx, eventKey{}, &e), m)
+		var u *unreadable
+		if d.SkipInvalid && errors.As(err, &u) {
 			return nil
 		}
-		if route.span == "" {
-			return route.call(events.TraceContext(ctx, e.Event), e)
-		}
-		sctx, span := tracer.Start(events.TraceContext(ctx, e.Event), route.span, trace.WithSpanKind(trace.SpanKindConsumer),
-			trace.WithAttributes(attribute.String("agentmem.tenant", e.Address.Tenant), attribute.String("messaging.message.id", e.Event.ID())))
-		if e.Address.Kind != events.KindFacts {
-			span.SetAttributes(attribute.String("agentmem.session", e.Address.Key))
-		}
-		err = route.call(sctx, e)
-		tracing.End(span, err)
 		return err
 	}
 }
 
-// decode parses m's subject and event and finds its route (nil: skip it).
-func (d Dispatch) decode(m jetstream.Msg) (Event, *Route, error) {
+// decode parses m's subject and metadata and, unless raw, its event.
+func (d Dispatch) decode(m jetstream.Msg, raw bool) (Event, error) {
 	addr, err := events.ParseEventSubject(m.Subject())
 	if err != nil {
-		return Event{}, nil, err
+		return Event{}, err
 	}
 	if len(d.Kinds) > 0 && !slices.Contains(d.Kinds, addr.Kind) {
-		return Event{}, nil, fmt.Errorf("%w: subject %q: want memory.%s", events.ErrInvalid, m.Subject(), strings.Join(d.Kinds, " or memory."))
+		return Event{}, fmt.Errorf("%w: subject %q: want memory.%s", events.ErrInvalid, m.Subject(), strings.Join(d.Kinds, " or memory."))
 	}
-	ev, err := events.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
-	if err != nil {
-		return Event{}, nil, err
-	}
-	meta, err := m.Metadata()
-	if err != nil {
-		return Event{}, nil, err
-	}
-	e := Event{Msg: m, Meta: meta, Address: addr, Event: ev}
-	for i := range d.Routes {
-		if d.Routes[i].typ == ev.Type() {
-			return e, &d.Routes[i], nil
+	e := Event{Msg: m, Address: addr}
+	if !raw {
+		if e.Event, err = events.Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}); err != nil {
+			return Event{}, err
 		}
 	}
-	if d.SkipUnknown {
-		return e, nil, nil
+	if e.Meta, err = m.Metadata(); err != nil {
+		return Event{}, err
 	}
-	types := make([]string, len(d.Routes))
-	for i, r := range d.Routes {
-		types[i] = r.typ
-	}
-	return e, nil, fmt.Errorf("%w: unexpected event type %q on %s: want %s", events.ErrInvalid, ev.Type(), m.Subject(), strings.Join(types, " or "))
+	return e, nil
 }

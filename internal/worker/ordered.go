@@ -18,11 +18,11 @@ import (
 )
 
 // Delivery is one delivered message of an ordered batch.
-type Delivery struct {
+type Delivery[K comparable] struct {
 	Msg  jetstream.Msg
 	Meta *jetstream.MsgMetadata
 	// Key is what Feed.Group returned for the message: its group (a session).
-	Key any
+	Key K
 	// Run numbers the feed's delivery runs: two deliveries in the same run came with
 	// consecutive consumer sequences, so nothing the consumer delivered (to this process or to
 	// another member of its priority group) or skipped lies between them.
@@ -32,23 +32,48 @@ type Delivery struct {
 // GroupHandler handles the messages of one group of a batch, in stream order. It returns an
 // outcome per message (len(group) errors, or nil when every message is done) or err, the
 // outcome of every message of the group. Outcomes are settled as settle describes.
-type GroupHandler func(ctx context.Context, group []Delivery) (outcomes []error, err error)
+type GroupHandler[K comparable] func(ctx context.Context, group []Delivery[K]) (outcomes []error, err error)
 
-// Feed is one durable consumer of an Ordered runner.
-type Feed struct {
+// Feed is one durable consumer of an Ordered runner, its messages grouped by a key of type K.
+type Feed[K comparable] struct {
 	Stream, Consumer string
 	// PriorityGroup, when set, consumes in that priority group (one pinned member at a time).
 	PriorityGroup string
-	// Group returns the group of a message (a comparable value: the messages of one group are
-	// handled in order, groups concurrently), or the error it is settled with at once (bad
-	// input: a subject naming no session).
-	Group func(m jetstream.Msg) (any, error)
-	// Handle handles one group.
-	Handle GroupHandler
+	// Group returns the group of a message (the messages of one group are handled in order,
+	// groups concurrently), or the error it is settled with at once (bad input: a subject
+	// naming no session).
+	Group func(m jetstream.Msg) (K, error)
+	// Handle handles one group (Each: one message at a time).
+	Handle GroupHandler[K]
+	// Middleware wraps Handle, the first outermost, inside the runner's own RecoverGroup;
+	// settlement always follows, outside every middleware.
+	Middleware []GroupMiddleware[K]
 	// Place says where a message's dead letter goes.
 	Place func(m Subjected) (tenant, session string)
 	// Batch, when set, is called as each batch starts; the function it returns as it ends.
 	Batch func(n int) (done func())
+}
+
+// Source is a feed of any group key (a Feed[K]) for Ordered.Run.
+type Source interface {
+	consumer() consumed
+}
+
+// consumed is what the runner needs of a Feed: its consumer and how it handles a batch.
+type consumed struct {
+	stream, consumer, priorityGroup string
+	place                           func(m Subjected) (tenant, session string)
+	batch                           func(n int) (done func())
+	// handle groups, handles and settles the messages of a batch.
+	handle func(o *Ordered, f *feed, batch []jetstream.Msg)
+}
+
+func (fd Feed[K]) consumer() consumed {
+	h := ChainGroup(fd.Handle, append([]GroupMiddleware[K]{RecoverGroup[K]}, fd.Middleware...)...)
+	return consumed{
+		stream: fd.Stream, consumer: fd.Consumer, priorityGroup: fd.PriorityGroup, place: fd.Place, batch: fd.Batch,
+		handle: func(o *Ordered, f *feed, batch []jetstream.Msg) { handleBatch(o, f, fd.Group, h, batch) },
+	}
 }
 
 // OrderedConfig configures an Ordered runner.
@@ -97,7 +122,7 @@ func NewOrdered(cfg OrderedConfig, js jetstream.JetStream, dlq *deadletter.Write
 
 // feed is a Feed being consumed.
 type feed struct {
-	Feed
+	consumed
 	ch      chan jetstream.Msg
 	cc      jetstream.ConsumeContext
 	settler *settler
@@ -107,7 +132,7 @@ type feed struct {
 
 // Run consumes feeds until ctx is cancelled; then it drains them, handles and settles what they
 // had delivered, and returns.
-func (o *Ordered) Run(ctx context.Context, feeds ...Feed) error {
+func (o *Ordered) Run(ctx context.Context, feeds ...Source) error {
 	var started []*feed
 	defer func() {
 		for _, f := range started {
@@ -115,7 +140,7 @@ func (o *Ordered) Run(ctx context.Context, feeds ...Feed) error {
 		}
 	}()
 	for _, fd := range feeds {
-		f, err := o.start(ctx, fd)
+		f, err := o.start(ctx, fd.consumer())
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -131,29 +156,29 @@ func (o *Ordered) Run(ctx context.Context, feeds ...Feed) error {
 
 // start delivers a consumer's messages into a channel large enough for everything it may have
 // in flight.
-func (o *Ordered) start(ctx context.Context, fd Feed) (*feed, error) {
-	cons, err := o.js.Consumer(ctx, fd.Stream, fd.Consumer)
+func (o *Ordered) start(ctx context.Context, fd consumed) (*feed, error) {
+	cons, err := o.js.Consumer(ctx, fd.stream, fd.consumer)
 	if err != nil {
-		return nil, fmt.Errorf("binding consumer %q: %w", fd.Consumer, err)
+		return nil, fmt.Errorf("binding consumer %q: %w", fd.consumer, err)
 	}
-	f := &feed{Feed: fd, ch: make(chan jetstream.Msg, o.cfg.Buffer), settler: &settler{
+	f := &feed{consumed: fd, ch: make(chan jetstream.Msg, o.cfg.Buffer), settler: &settler{
 		name: o.cfg.Name, dlq: o.dlq, log: o.log, metrics: o.cfg.Metrics, backoff: o.cfg.Backoff,
-		maxDeliver: cons.CachedInfo().Config.MaxDeliver, place: fd.Place, quiet: true,
+		maxDeliver: cons.CachedInfo().Config.MaxDeliver, place: fd.place, quiet: true,
 	}}
 	opts := []jetstream.PullConsumeOpt{
 		jetstream.PullMaxMessages(o.cfg.BatchSize),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			if !errors.Is(err, jetstream.ErrConsumerDeleted) {
-				o.log.Debug().Err(err).Str("consumer", fd.Consumer).Msg("consume")
+				o.log.Debug().Err(err).Str("consumer", fd.consumer).Msg("consume")
 			}
 		}),
 	}
-	if fd.PriorityGroup != "" {
-		opts = append(opts, jetstream.PullPriorityGroup(fd.PriorityGroup))
+	if fd.priorityGroup != "" {
+		opts = append(opts, jetstream.PullPriorityGroup(fd.priorityGroup))
 	}
 	f.cc, err = cons.Consume(func(m jetstream.Msg) { f.ch <- m }, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("consuming %q: %w", fd.Consumer, err)
+		return nil, fmt.Errorf("consuming %q: %w", fd.consumer, err)
 	}
 	return f, nil
 }
@@ -210,13 +235,19 @@ func (o *Ordered) serve(ctx context.Context, feeds []*feed) {
 
 // batch handles and settles one batch of f, keeping its messages with heartbeats meanwhile.
 func (o *Ordered) batch(f *feed, batch []jetstream.Msg) {
-	if f.Batch != nil {
-		defer f.Batch(len(batch))()
+	if f.consumed.batch != nil {
+		defer f.consumed.batch(len(batch))()
 	}
 	release := hold(batch, o.cfg.Heartbeat)
 	defer release()
-	var keys []any
-	groups := map[any][]Delivery{}
+	f.handle(o, f, batch)
+}
+
+// handleBatch groups a batch of f by key, hands each group to handle (groups concurrently) and
+// settles every message by its outcome.
+func handleBatch[K comparable](o *Ordered, f *feed, group func(jetstream.Msg) (K, error), handle GroupHandler[K], batch []jetstream.Msg) {
+	var keys []K
+	groups := map[K][]Delivery[K]{}
 	for _, m := range batch {
 		meta, err := m.Metadata()
 		if err != nil {
@@ -228,7 +259,7 @@ func (o *Ordered) batch(f *feed, batch []jetstream.Msg) {
 			f.run++
 		}
 		f.last = meta.Sequence.Consumer
-		key, err := f.Group(m)
+		key, err := group(m)
 		if err != nil {
 			f.settler.settle(m, meta, err)
 			continue
@@ -236,20 +267,16 @@ func (o *Ordered) batch(f *feed, batch []jetstream.Msg) {
 		if _, ok := groups[key]; !ok {
 			keys = append(keys, key)
 		}
-		groups[key] = append(groups[key], Delivery{Msg: m, Meta: meta, Key: key, Run: f.run})
+		groups[key] = append(groups[key], Delivery[K]{Msg: m, Meta: meta, Key: key, Run: f.run})
 	}
 	var g errgroup.Group
 	g.SetLimit(o.cfg.Groups)
 	for _, k := range keys {
 		group := groups[k]
 		// In stream order: a redelivery comes after later first deliveries.
-		slices.SortStableFunc(group, func(a, b Delivery) int { return cmp.Compare(a.Meta.Sequence.Stream, b.Meta.Sequence.Stream) })
+		slices.SortStableFunc(group, func(a, b Delivery[K]) int { return cmp.Compare(a.Meta.Sequence.Stream, b.Meta.Sequence.Stream) })
 		g.Go(func() error {
-			var outcomes []error
-			err := protect(func() (err error) {
-				outcomes, err = f.Handle(context.Background(), group)
-				return err
-			})
+			outcomes, err := handle(context.Background(), group)
 			for i, d := range group {
 				out := err
 				if err == nil && len(outcomes) > i {

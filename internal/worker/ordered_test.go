@@ -57,10 +57,10 @@ func TestOrderedSettlesEachMessageByItsOutcome(t *testing.T) {
 	seen := map[string][]string{} // group → data, in the order handled
 	var calls [][]uint64          // the stream sequences of each call's group
 	failed, panicked := false, false
-	handle := func(_ context.Context, g []worker.Delivery) ([]error, error) {
+	handle := func(_ context.Context, g []worker.Delivery[string]) ([]error, error) {
 		mu.Lock()
 		defer mu.Unlock()
-		key := g[0].Key.(string)
+		key := g[0].Key
 		var seqs []uint64
 		for _, d := range g {
 			seqs = append(seqs, d.Meta.Sequence.Stream)
@@ -89,11 +89,11 @@ func TestOrderedSettlesEachMessageByItsOutcome(t *testing.T) {
 		Backoff: func(uint64) time.Duration { return 10 * time.Millisecond }}, js, deadletter.NewWriter(js, 0), zerolog.Nop())
 	done := make(chan error, 1)
 	go func() {
-		done <- o.Run(ctx, worker.Feed{Stream: "WORK", Consumer: "w", Handle: handle,
-			Group: func(m jetstream.Msg) (any, error) {
+		done <- o.Run(ctx, worker.Feed[string]{Stream: "WORK", Consumer: "w", Handle: handle,
+			Group: func(m jetstream.Msg) (string, error) {
 				k := strings.TrimPrefix(m.Subject(), "work.")
 				if k == "nokey" {
-					return nil, worker.Classed(deadletter.ClassMalformed, errors.New("no key"))
+					return "", worker.Classed(deadletter.ClassMalformed, errors.New("no key"))
 				}
 				return k, nil
 			}})

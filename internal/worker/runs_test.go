@@ -42,15 +42,15 @@ func TestDeliveryRuns(t *testing.T) {
 	}
 	var runs []uint64
 	o := NewOrdered(OrderedConfig{Name: "test", Heartbeat: time.Minute}, env.JS, deadletter.NewWriter(env.JS, 0), zerolog.Nop())
-	f := &feed{settler: &settler{log: zerolog.Nop(), backoff: Backoff}, Feed: Feed{
-		Group: func(jetstream.Msg) (any, error) { return "s", nil },
-		Handle: func(_ context.Context, g []Delivery) ([]error, error) {
+	f := &feed{settler: &settler{log: zerolog.Nop(), backoff: Backoff}, consumed: Feed[string]{
+		Group: func(jetstream.Msg) (string, error) { return "s", nil },
+		Handle: func(_ context.Context, g []Delivery[string]) ([]error, error) {
 			for _, d := range g {
 				runs = append(runs, d.Run)
 			}
 			return nil, nil
 		},
-	}}
+	}.consumer()}
 	// This process got deliveries 1, 2 and 4; delivery 3 went to another member.
 	o.batch(f, []jetstream.Msg{msgs[0], msgs[1]})
 	o.batch(f, []jetstream.Msg{msgs[3]})

@@ -74,10 +74,16 @@ func Exponential(first, max time.Duration) func(n uint64) time.Duration {
 // minutes (an LLM or an embedding endpoint that is down).
 var Backoff = Exponential(time.Second, 5*time.Minute)
 
+// letters writes dead letters (a *deadletter.Writer).
+type letters interface {
+	Write(ctx context.Context, r deadletter.Record) error
+}
+
 // settler settles a handled message: the one place that acknowledges, retries and dead-letters.
+// It runs after the handler and every middleware, in both modes; no middleware replaces it.
 type settler struct {
 	name       string
-	dlq        *deadletter.Writer
+	dlq        letters
 	log        zerolog.Logger
 	metrics    *metrics.Metrics
 	backoff    func(n uint64) time.Duration
@@ -154,8 +160,10 @@ func (s *settler) deadLetter(m jetstream.Msg, meta *jetstream.MsgMetadata, reaso
 	_ = m.TermWithReason(reason)
 }
 
-// protect calls fn and returns a panic in it as a *PanicError.
-func protect(fn func() error) (err error) {
+// Protect calls fn and returns a panic in it as a *PanicError: the one recover of the consume
+// layer (Recover, RecoverGroup and Each use it), for a handler that settles a panic of part of
+// its work itself (ingest dead-letters the turn whose decision panicked and goes on).
+func Protect(fn func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = &PanicError{Value: r}

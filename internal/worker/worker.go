@@ -1,27 +1,40 @@
 // Package worker is the consume layer: every stage of the pipeline takes its messages from
-// durable JetStream consumers through it, and it is the one place that decodes, acknowledges,
-// retries, keeps and dead-letters them. docs/architecture.md ("The consume layer") is the
-// five-minute tour; in short:
+// durable JetStream consumers through it, and it is the one place that acknowledges, retries,
+// keeps and dead-letters them. docs/architecture.md ("The consume layer") is the five-minute
+// tour; in short:
 //
 //   - Two modes. Worker is the shared mode: any number of processes pull from one durable
 //     consumer, each message is handled on its own (compressor, extractor, embedder). Ordered
 //     is the per-partition mode: one pinned process consumes a partition's consumers one batch
 //     at a time, and a batch is handed over in groups (a session's messages, in stream order)
-//     that run concurrently (ingest).
-//   - Decode once. Dispatch turns typed handlers into a Handler that parses the subject
-//     (pkg/events), decodes the CloudEvent, dispatches on its type to a typed handler (On) with
-//     its data decoded and validated, and starts the handler's consumer span (tracing is
-//     middleware, not handler code).
-//   - One settlement policy (settle.go): nil acknowledges; Permanent, Classed or
-//     events.ErrInvalid write a dead letter and terminate; Recorded terminates a message whose
-//     dead letter the handler wrote in its own commit; any other error, a recovered panic
-//     included, is retried with exponential backoff (Exponential) and dead-lettered on the
-//     consumer's last delivery, so nothing disappears silently. A dead letter that cannot be
-//     written leaves the message for redelivery.
+//     that run concurrently (ingest). A Feed is generic over its group key (Feed[K],
+//     Delivery[K]).
+//   - Middleware. What every stage needs around its handler composes as Middleware
+//     (func(Handler) Handler, Chain) or, over a group, GroupMiddleware[K] (ChainGroup): Recover
+//     (a panic is a retried failure), Timeout, Decode and Trace. Both modes run Recover
+//     outermost (the shared mode then its Timeout, Config.Timeout), then the consumer's own
+//     middleware (Config.Middleware, Feed.Middleware), then the handler; Each turns a
+//     per-message Handler into a GroupHandler, so a feed's messages go through the same chain.
+//   - Decode once. Dispatch is the decode middleware and the router: it parses the subject
+//     (pkg/events), decodes the CloudEvent (or, for a Read route, lets a reader read the
+//     message itself), dispatches on its type to a typed handler (On) with its data decoded and
+//     validated, and wraps a Traced route in the Trace middleware: the consumer span, a child
+//     of the event's trace, is started here, not in handler code. Every consumer's deliveries
+//     decode through a Dispatch except ingest's turns: ingest decides the turns it is delivered
+//     and the undecided earlier ones it reads back from the stream with one function, which
+//     decodes both and starts their spans (a panic while deciding one dead-letters that turn
+//     instead of retrying the session's batch).
+//   - One settlement policy (settle.go), the fixed last step of both modes, outside every
+//     middleware: nil acknowledges; Permanent, Classed or events.ErrInvalid write a dead letter
+//     and terminate; Recorded terminates a message whose dead letter the handler wrote in its
+//     own commit; any other error, a recovered panic included, is retried with exponential
+//     backoff (Exponential) and dead-lettered on the consumer's last delivery, so nothing
+//     disappears silently. A dead letter that cannot be written leaves the message for
+//     redelivery. Transient failures are counted there (Config.Metrics).
 //   - Messages being handled are kept with InProgress heartbeats (hold), so a short AckWait
 //     brings a dead process's messages back quickly without redelivering a live one's; a
 //     process fetches only what it can handle at once. On shutdown both modes stop fetching and
-//     finish (and settle) what they hold.
+//     finish (and settle) what they hold; Stopping tells a handler that only waits to give up.
 package worker
 
 import (
@@ -44,7 +57,7 @@ import (
 // Subjected is what Place needs of a message: its subject.
 type Subjected interface{ Subject() string }
 
-// Handler processes one message. It never acknowledges.
+// Handler processes one message. It never acknowledges: the worker settles its error (settle).
 type Handler func(ctx context.Context, m jetstream.Msg) error
 
 // Config configures a Worker.
@@ -62,6 +75,9 @@ type Config struct {
 	Heartbeat time.Duration
 	// Timeout bounds one handler call (default 4 minutes).
 	Timeout time.Duration
+	// Middleware wraps the handler, the first outermost, inside the worker's own Recover and
+	// Timeout; settlement always follows, outside every middleware.
+	Middleware []Middleware
 	// Place says where a message's dead letter goes (tenant and session; "" for memory.dlq._).
 	Place func(m Subjected) (tenant, session string)
 	// Backoff is the redelivery delay after the n-th failed delivery (default Backoff).
@@ -109,6 +125,9 @@ func New(cfg Config, js jetstream.JetStream, dlq *deadletter.Writer, handler Han
 	if cfg.Backoff == nil {
 		cfg.Backoff = Backoff
 	}
+	// The fixed outer chain: a panic anywhere below is a retried error, and no call outlasts
+	// Timeout.
+	handler = Chain(handler, append([]Middleware{Recover, Timeout(cfg.Timeout)}, cfg.Middleware...)...)
 	w := &Worker{cfg: cfg, js: js, dlq: dlq, handler: handler, log: log.With().Str("component", cfg.Name).Logger()}
 	w.settler = &settler{name: cfg.Name, dlq: dlq, log: w.log, metrics: cfg.Metrics, backoff: cfg.Backoff, place: cfg.Place}
 	return w
@@ -278,10 +297,8 @@ func (w *Worker) handle(stopping <-chan struct{}, m jetstream.Msg) {
 		_ = m.Term()
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), stoppingKey{}, stopping), w.cfg.Timeout)
-	defer cancel()
 	release := hold([]jetstream.Msg{m}, w.cfg.Heartbeat)
-	err = protect(func() error { return w.handler(ctx, m) })
+	err = w.handler(context.WithValue(context.Background(), stoppingKey{}, stopping), m)
 	release()
 	w.settler.settle(m, meta, err)
 }

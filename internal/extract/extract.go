@@ -26,7 +26,6 @@ import (
 
 	"github.com/agentmem/agentmem/internal/archive"
 	"github.com/agentmem/agentmem/internal/deadletter"
-	"github.com/agentmem/agentmem/internal/embedder"
 	"github.com/agentmem/agentmem/internal/fact"
 	"github.com/agentmem/agentmem/internal/integrity"
 	"github.com/agentmem/agentmem/internal/llm"
@@ -35,6 +34,7 @@ import (
 	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/internal/tracing"
 	"github.com/agentmem/agentmem/internal/usage"
+	"github.com/agentmem/agentmem/internal/vectors"
 	"github.com/agentmem/agentmem/internal/worker"
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
@@ -80,7 +80,7 @@ type Worker struct {
 	js       jetstream.JetStream
 	store    *longterm.Store
 	sessions *session.Store
-	vectors  *embedder.Vectors
+	vectors  *vectors.Store
 	usage    *usage.Store
 	reader   *archive.Reader
 	chat     Chat
@@ -127,7 +127,7 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 	if err != nil {
 		return nil, err
 	}
-	vectors, err := embedder.OpenVectors(ctx, js, topo)
+	vs, err := vectors.Open(ctx, js, topo)
 	if err != nil {
 		return nil, err
 	}
@@ -142,9 +142,9 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 	// Corrupt values in the buckets (another owner's, or undecodable) are logged, counted and
 	// read as absent.
 	rep := integrity.NewReporter(cfg.Metrics, log.With().Str("component", "extractor").Logger())
-	store, sessions, us, vectors = store.Instrument(rep), sessions.Instrument(rep), us.Instrument(rep), vectors.Instrument(rep)
+	store, sessions, us, vs = store.Instrument(rep), sessions.Instrument(rep), us.Instrument(rep), vs.Instrument(rep)
 	w := &Worker{
-		cfg: cfg, js: js, store: store, sessions: sessions, usage: us, vectors: vectors, chat: chat, model: model, counter: counter,
+		cfg: cfg, js: js, store: store, sessions: sessions, usage: us, vectors: vs, chat: chat, model: model, counter: counter,
 		reader: archive.NewReader(js, topo.TurnsStream()), tracer: tracing.Tracer(cfg.Tracer),
 		log: log.With().Str("component", "extractor").Logger(),
 	}

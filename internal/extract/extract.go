@@ -10,6 +10,9 @@
 // stored through longterm.Store.AddFact, whose writes decide atomically (dedup by a
 // content-derived id, earliest timestamp, provenance union, supersession by key), and every
 // change is published as agentmem.fact.v1 on memory.facts.<tenant>.<user>.
+//
+// The extractor process also serves forget (package forget) on its micro service,
+// agentmem-extractor.
 package extract
 
 import (

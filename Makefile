@@ -48,8 +48,8 @@ fuzz: ## every decoder and parser fuzzed for $(FUZZTIME) executions each
 	$(GO) test -run '^$$' -fuzz '^FuzzExtractive$$' -fuzztime $(FUZZTIME) ./internal/summarize
 	$(GO) test -run '^$$' -fuzz '^FuzzRetryAfter$$' -fuzztime $(FUZZTIME) ./internal/llm
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeChunk$$' -fuzztime $(FUZZTIME) ./internal/session
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/embedder
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodePack$$' -fuzztime $(FUZZTIME) ./internal/embedder
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/vectors
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodePack$$' -fuzztime $(FUZZTIME) ./internal/vectors
 	$(GO) test -run '^$$' -fuzz '^FuzzFastTurnAgrees$$' -fuzztime $(FUZZTIME) ./pkg/events
 	$(GO) test -run '^$$' -fuzz '^FuzzFastBinaryAgrees$$' -fuzztime $(FUZZTIME) ./pkg/events
 	$(GO) test -run '^$$' -fuzz '^FuzzValidJSONAgrees$$' -fuzztime $(FUZZTIME) ./pkg/events

@@ -2,7 +2,6 @@ package embedder
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -16,62 +15,9 @@ import (
 	"github.com/agentmem/agentmem/internal/integrity"
 	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/session"
+	"github.com/agentmem/agentmem/internal/vectors"
 	"github.com/agentmem/agentmem/pkg/events"
 )
-
-// Model completion markers: after a backfill, the key "_models.<model token>" says that every
-// entry stored before the backfill started has a vector of the model. A retriever configured with
-// a previous model keeps answering with that model's vectors until the marker of its new model
-// exists (see retrieve.Config.PreviousEmbedder). The key has two tokens, vectors four, so no
-// vector key and no user's key filter ever matches it.
-
-// markerPrefix starts the key of a model completion marker.
-const markerPrefix = "_models"
-
-// MarkerKey is the key of the completion marker of model.
-func MarkerKey(model string) string { return markerPrefix + "." + ModelToken(model) }
-
-// IsMarkerKey reports whether key is a completion marker, and of which model token.
-func IsMarkerKey(key string) (token string, ok bool) {
-	rest, found := strings.CutPrefix(key, markerPrefix+".")
-	return rest, found && rest != "" && !strings.Contains(rest, ".")
-}
-
-// Marker is the value of a completion marker.
-type Marker struct {
-	Model    string    `json:"model"`
-	Complete time.Time `json:"complete"`
-	// Entries is how many entries the backfill found; Embedded how many of them it embedded
-	// (the others had a vector already).
-	Entries  int `json:"entries"`
-	Embedded int `json:"embedded"`
-}
-
-// Complete reads the completion marker of model; ok is false when there is none.
-func (s *Vectors) Complete(ctx context.Context, model string) (Marker, bool, error) {
-	e, err := s.kv.Get(ctx, MarkerKey(model))
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return Marker{}, false, nil
-	}
-	if err != nil {
-		return Marker{}, false, err
-	}
-	var m Marker
-	if err := json.Unmarshal(e.Value(), &m); err != nil || m.Model != model {
-		s.rep.Report(integrity.Undecoded(s.bucket, MarkerKey(model), fmt.Errorf("marker of %q: %v", model, err)))
-		return Marker{}, false, nil
-	}
-	return m, true, nil
-}
-
-func (s *Vectors) markComplete(ctx context.Context, m Marker) error {
-	data, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	_, err = s.kv.Put(ctx, MarkerKey(m.Model), data)
-	return err
-}
 
 // BackfillConfig configures Backfill.
 type BackfillConfig struct {
@@ -117,7 +63,7 @@ func Backfill(ctx context.Context, cfg BackfillConfig, js jetstream.JetStream, e
 	}
 	topo := cfg.Topology
 	started := time.Now().UTC()
-	vectors, err := OpenVectors(ctx, js, topo)
+	vs, err := vectors.Open(ctx, js, topo)
 	if err != nil {
 		return res, err
 	}
@@ -130,7 +76,7 @@ func Backfill(ctx context.Context, cfg BackfillConfig, js jetstream.JetStream, e
 		return res, err
 	}
 	rep := integrity.NewReporter(nil, log)
-	vectors, store, long = vectors.Instrument(rep), store.Instrument(rep), long.Instrument(rep)
+	vs, store, long = vs.Instrument(rep), store.Instrument(rep), long.Instrument(rep)
 	reader := archive.NewReader(js, topo.TurnsStream())
 	model := emb.Name()
 
@@ -165,7 +111,7 @@ func Backfill(ctx context.Context, cfg BackfillConfig, js jetstream.JetStream, e
 	var todo []pending
 	for _, u := range users {
 		have := map[string]bool{}
-		if err := vectors.Scan(ctx, u.tenant, u.user, model, func(v Vector) { have[v.ID] = true }); err != nil {
+		if err := vs.Scan(ctx, u.tenant, u.user, model, func(v vectors.Vector) { have[v.ID] = true }); err != nil {
 			return res, err
 		}
 		add := func(p pending) {
@@ -191,7 +137,7 @@ func Backfill(ctx context.Context, cfg BackfillConfig, js jetstream.JetStream, e
 				if err != nil || !st.AppliedAt(t.ID, t.Seq) {
 					return nil
 				}
-				add(pending{tenant: u.tenant, user: u.user, id: t.ID, text: t.Turn.Content, kind: KindTurn})
+				add(pending{tenant: u.tenant, user: u.user, id: t.ID, text: t.Turn.Content, kind: vectors.KindTurn})
 				return nil
 			})
 			if err != nil {
@@ -203,10 +149,10 @@ func Backfill(ctx context.Context, cfg BackfillConfig, js jetstream.JetStream, e
 			return res, err
 		}
 		for _, f := range recs.Facts {
-			add(pending{tenant: u.tenant, user: u.user, id: f.ID, text: f.Content, kind: KindFact})
+			add(pending{tenant: u.tenant, user: u.user, id: f.ID, text: f.Content, kind: vectors.KindFact})
 		}
 		for _, s := range recs.Summaries {
-			add(pending{tenant: u.tenant, user: u.user, id: s.ID, text: s.Content, kind: KindSummary})
+			add(pending{tenant: u.tenant, user: u.user, id: s.ID, text: s.Content, kind: vectors.KindSummary})
 		}
 	}
 	res.Users = len(users)
@@ -229,18 +175,18 @@ func Backfill(ctx context.Context, cfg BackfillConfig, js jetstream.JetStream, e
 		}
 		// Turns as the stage stores them: one pack per run of the batch's turns of one user (todo
 		// is in user order). Facts and summaries a value each, where the stage looks them up.
-		var pack []Vector
+		var pack []vectors.Vector
 		for i, p := range batch {
-			q, scale := Quantize(vecs[i])
-			v := Vector{Tenant: p.tenant, User: p.user, Model: model, ID: p.id, Kind: p.kind, Scale: scale, Q: q}
-			if v.Kind != KindTurn {
-				if err := vectors.Put(ctx, v); err != nil {
+			q, scale := vectors.Quantize(vecs[i])
+			v := vectors.Vector{Tenant: p.tenant, User: p.user, Model: model, ID: p.id, Kind: p.kind, Scale: scale, Q: q}
+			if v.Kind != vectors.KindTurn {
+				if err := vs.Put(ctx, v); err != nil {
 					return res, err
 				}
 				continue
 			}
 			if len(pack) > 0 && (pack[0].Tenant != v.Tenant || pack[0].User != v.User) {
-				if _, err := vectors.PutPack(ctx, pack); err != nil {
+				if _, err := vs.PutPack(ctx, pack); err != nil {
 					return res, err
 				}
 				pack = nil
@@ -248,7 +194,7 @@ func Backfill(ctx context.Context, cfg BackfillConfig, js jetstream.JetStream, e
 			pack = append(pack, v)
 		}
 		if len(pack) > 0 {
-			if _, err := vectors.PutPack(ctx, pack); err != nil {
+			if _, err := vs.PutPack(ctx, pack); err != nil {
 				return res, err
 			}
 		}
@@ -259,7 +205,7 @@ func Backfill(ctx context.Context, cfg BackfillConfig, js jetstream.JetStream, e
 		}
 	}
 	if cfg.Tenant == "" {
-		if err := vectors.markComplete(ctx, Marker{Model: model, Complete: started, Entries: res.Entries, Embedded: res.Embedded}); err != nil {
+		if err := vs.MarkComplete(ctx, vectors.Marker{Model: model, Complete: started, Entries: res.Entries, Embedded: res.Embedded}); err != nil {
 			return res, fmt.Errorf("marking %s complete: %w", model, err)
 		}
 		res.Marked = true

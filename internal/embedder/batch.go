@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentmem/agentmem/internal/embed"
+	"github.com/agentmem/agentmem/internal/vectors"
 )
 
 // batcher gathers the texts of the messages being handled into batches: one Embed call for up to
@@ -23,13 +24,13 @@ type batcher struct {
 	// embedded counts the texts embedded (for the metrics).
 	embedded func(n int)
 	// store writes packs, each the vectors of one owner and model, and returns each pack's error.
-	store func(ctx context.Context, packs [][]Vector) []error
+	store func(ctx context.Context, packs [][]vectors.Vector) []error
 }
 
 type batchReq struct {
 	text string
 	// put, when set, names the entry to store the vector as (its Q and Scale are filled in).
-	put *Vector
+	put *vectors.Vector
 	// keep, when set, says once the vector is made whether to store it still; a false or an
 	// error leaves it unstored (the error goes to the caller).
 	keep func(context.Context) (bool, error)
@@ -50,7 +51,7 @@ func (b *batcher) embed(ctx context.Context, text string) ([]float32, error) {
 // and kind), in a pack with the batch's other vectors of the owner, unless keep, asked once the
 // vector is made, says not to; it returns when the pack is stored, or with the batch's, keep's or
 // the write's error.
-func (b *batcher) embedAndStore(ctx context.Context, text string, v Vector, keep func(context.Context) (bool, error)) error {
+func (b *batcher) embedAndStore(ctx context.Context, text string, v vectors.Vector, keep func(context.Context) (bool, error)) error {
 	_, err := b.do(ctx, batchReq{text: text, put: &v, keep: keep})
 	return err
 }
@@ -161,17 +162,17 @@ func (b *batcher) call(ctx context.Context, batch []batchReq) {
 				continue
 			}
 		}
-		r.put.Q, r.put.Scale = Quantize(vecs[i])
+		r.put.Q, r.put.Scale = vectors.Quantize(vecs[i])
 		o := owner{r.put.Tenant, r.put.User, r.put.Model}
 		if _, ok := groups[o]; !ok {
 			order = append(order, o)
 		}
 		groups[o] = append(groups[o], i)
 	}
-	packs := make([][]Vector, len(order))
+	packs := make([][]vectors.Vector, len(order))
 	for k, o := range order {
 		idx := groups[o]
-		packs[k] = make([]Vector, len(idx))
+		packs[k] = make([]vectors.Vector, len(idx))
 		for j, i := range idx {
 			packs[k][j] = *batch[i].put
 		}

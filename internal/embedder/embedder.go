@@ -1,9 +1,8 @@
 // Package embedder is the pipeline's embedding stage: it embeds every applied turn, every summary
-// and every fact once per embedding model, in batches, and keeps the vectors in a JetStream KV
-// bucket (events.Topology.VectorBucket) under the entry's tenant and user and the model: a
-// summary's or a fact's under its entry id (Key), the turns of a batch together, one pack per
-// user (PackKey, packs.go). Retrievers load those vectors with a user's memory and embed only
-// queries.
+// and every fact once per embedding model, in batches, and keeps the vectors in the vector store
+// (package vectors): a summary's or a fact's under its entry id (vectors.Key), the turns of a
+// batch together, one pack per user (vectors.PackKey). Retrievers load those vectors with a
+// user's memory and embed only queries.
 //
 // It consumes three durable consumers any number of embedder processes share: the turns stream
 // (a turn is embedded only once ingest has decided it and only when ingest applied it, read from
@@ -34,6 +33,7 @@ import (
 	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/internal/session"
+	"github.com/agentmem/agentmem/internal/vectors"
 	"github.com/agentmem/agentmem/internal/worker"
 	"github.com/agentmem/agentmem/pkg/events"
 )
@@ -52,8 +52,8 @@ type Config struct {
 	Topology events.Topology
 	// Concurrency bounds the messages handled at once per consumer (default 256); it is also how
 	// many texts can wait for one batch. The default fills every Embed call in flight
-	// (callsInFlight × DefaultBatchSize) and makes the turns' batches, and so their packs, large: with 64, a load of
-	// 100 sessions stored a pack per 7 turns, with 256 one per 26 (docs/operations.md).
+	// (callsInFlight × DefaultBatchSize): the turns' batches, and so their packs, are large, and a
+	// pack's write is paid once per batch, not once per turn (measured in docs/operations.md).
 	Concurrency int
 	// BatchSize bounds the texts of one Embed call (default 64).
 	BatchSize int
@@ -104,7 +104,7 @@ func (c Config) withDefaults() Config {
 type Worker struct {
 	cfg      Config
 	emb      embed.Embedder
-	vectors  *Vectors
+	vectors  *vectors.Store
 	packs    *packIndex
 	sessions *sessionCache
 	// long is read before a summary's or fact's vector is stored: one forgotten meanwhile is not.
@@ -132,7 +132,7 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, emb embed.Embe
 	topo := cfg.Topology
 	log = log.With().Str("component", "embedder").Str("model", emb.Name()).Logger()
 	rep := integrity.NewReporter(cfg.Metrics, log)
-	vectors, err := OpenVectors(ctx, js, topo)
+	vs, err := vectors.Open(ctx, js, topo)
 	if err != nil {
 		return nil, err
 	}
@@ -154,9 +154,9 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, emb embed.Embe
 	if err != nil {
 		return nil, fmt.Errorf("binding consumer %q: %w", ccs[topo.TurnsStream()].Durable, err)
 	}
-	vectors = vectors.Instrument(rep)
+	vs = vs.Instrument(rep)
 	w := &Worker{
-		cfg: cfg, emb: emb, vectors: vectors, packs: newPackIndex(vectors, packIndexSize), log: log,
+		cfg: cfg, emb: emb, vectors: vs, packs: newPackIndex(vs, packIndexSize), log: log,
 		sessions: newSessionCache(store.Instrument(rep), sessionCacheSize), long: long.Instrument(rep),
 	}
 	w.turnsSince.Store(turns.CachedInfo().Created.UnixNano())
@@ -301,7 +301,7 @@ func (w *Worker) handleTurn(ctx context.Context, e worker.Event, t events.Stored
 		}
 		return ok, err
 	}
-	if err := w.batch.embedAndStore(ctx, turn.Content, Vector{Tenant: k.Tenant, User: user, Model: model, ID: id, Kind: KindTurn}, keep); err != nil {
+	if err := w.batch.embedAndStore(ctx, turn.Content, vectors.Vector{Tenant: k.Tenant, User: user, Model: model, ID: id, Kind: vectors.KindTurn}, keep); err != nil {
 		return fmt.Errorf("embedding with %s and storing: %w", model, err)
 	}
 	return nil
@@ -312,9 +312,9 @@ func (w *Worker) handleTurn(ctx context.Context, e worker.Event, t events.Stored
 func (w *Worker) gone(ctx context.Context, tenant, user, id string, kind byte) (bool, error) {
 	var err error
 	switch kind {
-	case KindSummary:
+	case vectors.KindSummary:
 		_, err = w.long.Summary(ctx, tenant, user, id)
-	case KindFact:
+	case vectors.KindFact:
 		var f longterm.Fact
 		if f, err = w.long.Fact(ctx, tenant, user, id); err == nil && f.Deleted {
 			return true, nil
@@ -330,7 +330,7 @@ func (w *Worker) gone(ctx context.Context, tenant, user, id string, kind byte) (
 
 // storePacks stores the packs of a batch (each the vectors of one owner and model) at once and
 // returns each pack's error.
-func (w *Worker) storePacks(ctx context.Context, packs [][]Vector) []error {
+func (w *Worker) storePacks(ctx context.Context, packs [][]vectors.Vector) []error {
 	errs := w.vectors.PutPacks(ctx, packs)
 	for k, vs := range packs {
 		if errs[k] != nil {
@@ -353,7 +353,7 @@ func (w *Worker) handleSummary(ctx context.Context, e worker.Event, sum events.S
 		w.cfg.Metrics.EmbedSkipped("summary")
 		return nil
 	}
-	return w.store(ctx, e.Address.Tenant, sum.User, sum.SummaryID, KindSummary, sum.Content)
+	return w.store(ctx, e.Address.Tenant, sum.User, sum.SummaryID, vectors.KindSummary, sum.Content)
 }
 
 // handleFact embeds a fact when it is added.
@@ -361,7 +361,7 @@ func (w *Worker) handleFact(ctx context.Context, e worker.Event, fe events.FactE
 	if fe.Op != events.FactAdded || fe.Fact.ID == "" || strings.TrimSpace(fe.Fact.Content) == "" {
 		return nil
 	}
-	return w.store(ctx, e.Address.Tenant, e.Address.Key, fe.Fact.ID, KindFact, fe.Fact.Content)
+	return w.store(ctx, e.Address.Tenant, e.Address.Key, fe.Fact.ID, vectors.KindFact, fe.Fact.Content)
 }
 
 // store embeds text as entry id of (tenant, user) unless its vector exists, and stores it under
@@ -389,8 +389,8 @@ func (w *Worker) store(ctx context.Context, tenant, user, id string, kind byte, 
 		w.cfg.Metrics.EmbedSkipped(kindName(kind))
 		return nil
 	}
-	q, scale := Quantize(vec)
-	if err := w.vectors.Put(ctx, Vector{Tenant: tenant, User: user, Model: model, ID: id, Kind: kind, Scale: scale, Q: q}); err != nil {
+	q, scale := vectors.Quantize(vec)
+	if err := w.vectors.Put(ctx, vectors.Vector{Tenant: tenant, User: user, Model: model, ID: id, Kind: kind, Scale: scale, Q: q}); err != nil {
 		return err
 	}
 	w.cfg.Metrics.VectorStored(kindName(kind))
@@ -399,11 +399,11 @@ func (w *Worker) store(ctx context.Context, tenant, user, id string, kind byte, 
 
 func kindName(k byte) string {
 	switch k {
-	case KindTurn:
+	case vectors.KindTurn:
 		return "turn"
-	case KindSummary:
+	case vectors.KindSummary:
 		return "summary"
-	case KindFact:
+	case vectors.KindFact:
 		return "fact"
 	}
 	return "other"

@@ -31,6 +31,7 @@ import (
 	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/internal/metrics/metricstest"
 	"github.com/agentmem/agentmem/internal/retrieve"
+	"github.com/agentmem/agentmem/internal/vectors"
 	"github.com/agentmem/agentmem/pkg/client"
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
@@ -144,12 +145,12 @@ func checkFor(t *testing.T, timeout time.Duration, what string, fn func() bool) 
 // vectorCount counts the stored vectors whose keys match filter (a pack counts its vectors).
 func vectorCount(t *testing.T, js jetstream.JetStream, filter string) int {
 	t.Helper()
-	vs, err := embedder.OpenVectors(context.Background(), js, events.DefaultTopology())
+	vs, err := vectors.Open(context.Background(), js, events.DefaultTopology())
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := 0
-	if err := vs.ScanAll(context.Background(), filter, func(embedder.Vector) { n++ }); err != nil {
+	if err := vs.ScanAll(context.Background(), filter, func(vectors.Vector) { n++ }); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -258,7 +259,7 @@ func newClient(t *testing.T, nc *nats.Conn, tenant string) *client.Client {
 }
 
 func userFilter(model string) string {
-	return "acme.alice." + embedder.ModelToken(model) + ".>"
+	return "acme.alice." + vectors.ModelToken(model) + ".>"
 }
 
 func retrieveArchive(t *testing.T, cl *client.Client, query string) events.RetrieveReply {
@@ -797,7 +798,7 @@ func TestSummariesAndFactsAreEmbedded(t *testing.T) {
 	if _, err := cl.EndSession(context.Background(), "s1", "alice"); err != nil {
 		t.Fatal(err)
 	}
-	vectors, err := embedder.OpenVectors(context.Background(), js, events.DefaultTopology())
+	store, err := vectors.Open(context.Background(), js, events.DefaultTopology())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -826,10 +827,10 @@ func TestSummariesAndFactsAreEmbedded(t *testing.T) {
 			return false
 		}
 		kinds = map[byte]int{}
-		if err := vectors.ScanAll(context.Background(), "acme.alice.>", func(v embedder.Vector) { kinds[v.Kind]++ }); err != nil {
+		if err := store.ScanAll(context.Background(), "acme.alice.>", func(v vectors.Vector) { kinds[v.Kind]++ }); err != nil {
 			t.Fatal(err)
 		}
-		return kinds[embedder.KindSummary] == sums && kinds[embedder.KindFact] == facts && kinds[embedder.KindTurn] == 20
+		return kinds[vectors.KindSummary] == sums && kinds[vectors.KindFact] == facts && kinds[vectors.KindTurn] == 20
 	})
 	r, err := cl.Retrieve(context.Background(), events.RetrieveRequest{Query: "which pet?", User: "alice", Sources: []string{"long"}})
 	if err != nil {
@@ -839,9 +840,9 @@ func TestSummariesAndFactsAreEmbedded(t *testing.T) {
 		t.Fatalf("long-term entries %+v: want facts and summaries ranked by their vectors", r.Entries)
 	}
 	got := metricstest.Scrape(t, web.URL)
-	if got.Value("agentmem_vectors_stored_total", "kind", "summary") != float64(kinds[embedder.KindSummary]) ||
-		got.Value("agentmem_vectors_stored_total", "kind", "fact") != float64(kinds[embedder.KindFact]) ||
-		got.Value("agentmem_embedder_texts_total", "model", m.emb.Name()) < float64(20+kinds[embedder.KindSummary]+kinds[embedder.KindFact]) ||
+	if got.Value("agentmem_vectors_stored_total", "kind", "summary") != float64(kinds[vectors.KindSummary]) ||
+		got.Value("agentmem_vectors_stored_total", "kind", "fact") != float64(kinds[vectors.KindFact]) ||
+		got.Value("agentmem_embedder_texts_total", "model", m.emb.Name()) < float64(20+kinds[vectors.KindSummary]+kinds[vectors.KindFact]) ||
 		!got.Has("agentmem_embed_lag_messages") {
 		t.Fatalf("metrics: stored %v/%v, embedded %v, lag exposed %v; kinds %v", got.Value("agentmem_vectors_stored_total", "kind", "summary"),
 			got.Value("agentmem_vectors_stored_total", "kind", "fact"), got.Value("agentmem_embedder_texts_total", "model", m.emb.Name()), got.Has("agentmem_embed_lag_messages"), kinds)
@@ -893,13 +894,13 @@ func TestVectorsStayWithTheirTenant(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	forged := func(id string) embedder.Vector {
-		return embedder.Vector{Tenant: "beta", User: "alice", Model: m.emb.Name(), ID: id, Kind: embedder.KindTurn, Scale: 1, Q: []int8{127, 0, 0, 0, 0}}
+	forged := func(id string) vectors.Vector {
+		return vectors.Vector{Tenant: "beta", User: "alice", Model: m.emb.Name(), ID: id, Kind: vectors.KindTurn, Scale: 1, Q: []int8{127, 0, 0, 0, 0}}
 	}
-	if _, err := kv.Put(ctx, embedder.Key("acme", "alice", m.emb.Name(), "s1-000"), embedder.Encode(forged("s1-000"))); err != nil {
+	if _, err := kv.Put(ctx, vectors.Key("acme", "alice", m.emb.Name(), "s1-000"), vectors.Encode(forged("s1-000"))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kv.Put(ctx, embedder.PackKey("acme", "alice", m.emb.Name(), "forged"), embedder.EncodePack([]embedder.Vector{forged("s1-000"), forged("s1-001")})); err != nil {
+	if _, err := kv.Put(ctx, vectors.PackKey("acme", "alice", m.emb.Name(), "forged"), vectors.EncodePack([]vectors.Vector{forged("s1-000"), forged("s1-001")})); err != nil {
 		t.Fatal(err)
 	}
 	web := httptest.NewServer(reg.Handler())

@@ -10,6 +10,9 @@
 // stored through longterm.Store.AddFact, whose writes decide atomically (dedup by a
 // content-derived id, earliest timestamp, provenance union, supersession by key), and every
 // change is published as agentmem.fact.v1 on memory.facts.<tenant>.<user>.
+//
+// The extractor process also serves forget (package forget) on its micro service,
+// agentmem-extractor.
 package extract
 
 import (
@@ -19,15 +22,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmem/agentmem/internal/archive"
 	"github.com/agentmem/agentmem/internal/deadletter"
-	"github.com/agentmem/agentmem/internal/embedder"
 	"github.com/agentmem/agentmem/internal/fact"
+	"github.com/agentmem/agentmem/internal/forget"
 	"github.com/agentmem/agentmem/internal/integrity"
 	"github.com/agentmem/agentmem/internal/llm"
 	"github.com/agentmem/agentmem/internal/longterm"
@@ -35,6 +40,7 @@ import (
 	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/internal/tracing"
 	"github.com/agentmem/agentmem/internal/usage"
+	"github.com/agentmem/agentmem/internal/vectors"
 	"github.com/agentmem/agentmem/internal/worker"
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
@@ -80,8 +86,8 @@ type Worker struct {
 	js       jetstream.JetStream
 	store    *longterm.Store
 	sessions *session.Store
-	vectors  *embedder.Vectors
 	usage    *usage.Store
+	forget   *forget.Service
 	reader   *archive.Reader
 	chat     Chat
 	model    string
@@ -127,7 +133,7 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 	if err != nil {
 		return nil, err
 	}
-	vectors, err := embedder.OpenVectors(ctx, js, topo)
+	vs, err := vectors.Open(ctx, js, topo)
 	if err != nil {
 		return nil, err
 	}
@@ -142,9 +148,20 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 	// Corrupt values in the buckets (another owner's, or undecodable) are logged, counted and
 	// read as absent.
 	rep := integrity.NewReporter(cfg.Metrics, log.With().Str("component", "extractor").Logger())
-	store, sessions, us, vectors = store.Instrument(rep), sessions.Instrument(rep), us.Instrument(rep), vectors.Instrument(rep)
+	store, sessions, us, vs = store.Instrument(rep), sessions.Instrument(rep), us.Instrument(rep), vs.Instrument(rep)
+	// The extractor serves forget (Run). It waits for the embedding stage's consumers: what they
+	// have in flight when a forget begins is stored after its first pass.
+	var waits []forget.Consumer
+	for stream, cc := range topo.EmbedderConsumerConfigs() {
+		waits = append(waits, forget.Consumer{Stream: stream, Name: cc.Durable})
+	}
+	fs, err := forget.New(forget.Config{Topology: topo, Source: cfg.Source, Tokenizer: cfg.Tokenizer, Waits: waits, Metrics: cfg.Metrics},
+		js, forget.Stores{Long: store, Sessions: sessions, Usage: us, Vectors: vs}, log.With().Str("component", "forget").Logger())
+	if err != nil {
+		return nil, err
+	}
 	w := &Worker{
-		cfg: cfg, js: js, store: store, sessions: sessions, usage: us, vectors: vectors, chat: chat, model: model, counter: counter,
+		cfg: cfg, js: js, store: store, sessions: sessions, usage: us, forget: fs, chat: chat, model: model, counter: counter,
 		reader: archive.NewReader(js, topo.TurnsStream()), tracer: tracing.Tracer(cfg.Tracer),
 		log: log.With().Str("component", "extractor").Logger(),
 	}
@@ -182,7 +199,7 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 // Run serves the forget endpoint and extracts until ctx is cancelled, then stops the service
 // and drains both consumers.
 func (w *Worker) Run(ctx context.Context) error {
-	svc, err := w.startForget(ctx, w.js.Conn())
+	svc, err := w.startService(ctx, w.js.Conn())
 	if err != nil {
 		return err
 	}
@@ -191,6 +208,30 @@ func (w *Worker) Run(ctx context.Context) error {
 	go func() { errs <- w.sums.Run(ctx) }()
 	err = errors.Join(<-errs, <-errs)
 	return errors.Join(err, svc.Stop())
+}
+
+// ServiceName is the micro service the extractor registers; its endpoint "forget" (package
+// forget) answers on memory.forget.<tenant>.
+const ServiceName = "agentmem-extractor"
+
+// startService registers the agentmem-extractor micro service with the forget endpoint.
+func (w *Worker) startService(ctx context.Context, nc *nats.Conn) (micro.Service, error) {
+	svc, err := micro.AddService(nc, micro.Config{
+		Name: ServiceName, Version: "0.1.0",
+		Description: "agentmem fact extraction and forgetting: memory.forget.<tenant> removes everything of a user",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("registering %s: %w", ServiceName, err)
+	}
+	if err := w.forget.AddEndpoint(ctx, svc); err != nil {
+		_ = svc.Stop()
+		return nil, err
+	}
+	if err := nc.Flush(); err != nil {
+		_ = svc.Stop()
+		return nil, err
+	}
+	return svc, nil
 }
 
 // sessionOf reads "<p>.memory.<kind>.<tenant>.<session>".

@@ -13,11 +13,11 @@ import (
 
 	"github.com/agentmem/agentmem/internal/embed"
 	"github.com/agentmem/agentmem/internal/embed/wordvec"
-	"github.com/agentmem/agentmem/internal/embedder"
 	"github.com/agentmem/agentmem/internal/llm"
 	"github.com/agentmem/agentmem/internal/llm/llmtest"
 	"github.com/agentmem/agentmem/internal/rank"
 	"github.com/agentmem/agentmem/internal/vector"
+	"github.com/agentmem/agentmem/internal/vectors"
 	"github.com/agentmem/agentmem/pkg/memory"
 )
 
@@ -254,8 +254,8 @@ func TestZeroVectorHasNoScore(t *testing.T) {
 	sv := newStoredVectors()
 	sv.model = emb.Name()
 	for i, id := range []string{"cat", "zh"} {
-		q, scale := embedder.Quantize(vecs[i])
-		sv.put(embedder.Vector{Model: emb.Name(), ID: id, Q: q, Scale: scale})
+		q, scale := vectors.Quantize(vecs[i])
+		sv.put(vectors.Vector{Model: emb.Name(), ID: id, Q: q, Scale: scale})
 	}
 	var vs vectorSet
 	vs.sync(sv, []string{"cat", "zh"}, zerolog.Nop())

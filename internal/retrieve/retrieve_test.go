@@ -18,9 +18,9 @@ import (
 	"github.com/agentmem/agentmem/internal/broker"
 	"github.com/agentmem/agentmem/internal/broker/brokertest"
 	"github.com/agentmem/agentmem/internal/daemon"
-	"github.com/agentmem/agentmem/internal/embedder"
 	"github.com/agentmem/agentmem/internal/ingest"
 	"github.com/agentmem/agentmem/internal/retrieve"
+	"github.com/agentmem/agentmem/internal/vectors"
 	"github.com/agentmem/agentmem/pkg/client"
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
@@ -427,13 +427,13 @@ func waitVectors(t *testing.T, nc *nats.Conn, filter string, n int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vs, err := embedder.OpenVectors(context.Background(), js, events.DefaultTopology())
+	vs, err := vectors.Open(context.Background(), js, events.DefaultTopology())
 	if err != nil {
 		t.Fatal(err)
 	}
 	brokertest.CheckFor(t, 30*time.Second, 20*time.Millisecond, func() error {
 		have := 0
-		if err := vs.ScanAll(context.Background(), filter, func(embedder.Vector) { have++ }); err != nil {
+		if err := vs.ScanAll(context.Background(), filter, func(vectors.Vector) { have++ }); err != nil {
 			return err
 		}
 		if have != n {

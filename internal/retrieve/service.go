@@ -20,13 +20,13 @@ import (
 
 	"github.com/agentmem/agentmem/internal/archive"
 	"github.com/agentmem/agentmem/internal/deadletter"
-	"github.com/agentmem/agentmem/internal/embedder"
 	"github.com/agentmem/agentmem/internal/integrity"
 	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/rank"
 	"github.com/agentmem/agentmem/internal/reply"
 	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/internal/tracing"
+	"github.com/agentmem/agentmem/internal/vectors"
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
 )
@@ -55,7 +55,7 @@ type Service struct {
 	views   *viewCache
 	users   *userCache
 	long    *longterm.Store
-	vectors *embedder.Vectors
+	vectors *vectors.Store
 	rep     *integrity.Reporter
 	// ready is set when the query embedder's model is the one to answer with: always without a
 	// PreviousEmbedder, else once the vector bucket marks the model complete.
@@ -88,12 +88,12 @@ func New(ctx context.Context, cfg Config, nc *nats.Conn, js jetstream.JetStream,
 	if err != nil {
 		return nil, err
 	}
-	vectors, err := embedder.OpenVectors(ctx, js, cfg.Topology)
+	vs, err := vectors.Open(ctx, js, cfg.Topology)
 	if err != nil {
 		return nil, err
 	}
 	return &Service{
-		vectors: vectors,
+		vectors: vs,
 		users:   newUserCache(cfg.MaxUserBytes),
 		long:    long,
 		js:      js,
@@ -578,7 +578,7 @@ func (s *Service) userVectors(ctx context.Context, key userKey, model string) *s
 
 // queryEmbedder is the embedder queries are embedded with, and whose stored vectors they are
 // compared with: Embedder, or PreviousEmbedder while Embedder's model is not complete yet (a
-// model change backfills while the old vectors serve). Nil without an embedder.
+// model change backfills while the old vectors serve). Nil without an vectors.
 func (s *Service) queryEmbedder() Embedder {
 	if s.cfg.PreviousEmbedder != nil && !s.ready.Load() {
 		return s.cfg.PreviousEmbedder

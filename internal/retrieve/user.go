@@ -13,11 +13,11 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/agentmem/agentmem/internal/archive"
-	"github.com/agentmem/agentmem/internal/embedder"
 	"github.com/agentmem/agentmem/internal/integrity"
 	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/rank"
 	"github.com/agentmem/agentmem/internal/session"
+	"github.com/agentmem/agentmem/internal/vectors"
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
 )
@@ -530,15 +530,15 @@ func (s *Service) watch(ctx context.Context, js jetstream.JetStream) error {
 // cached: a new vector of the retriever's model is added, a deleted one removed. Vectors of other
 // models are never read.
 func (s *Service) followVector(e jetstream.KeyValueEntry) {
-	if token, ok := embedder.IsMarkerKey(e.Key()); ok {
-		if token == embedder.ModelToken(s.cfg.Embedder.Name()) && e.Operation() == jetstream.KeyValuePut && !s.ready.Swap(true) {
+	if token, ok := vectors.IsMarkerKey(e.Key()); ok {
+		if token == vectors.ModelToken(s.cfg.Embedder.Name()) && e.Operation() == jetstream.KeyValuePut && !s.ready.Swap(true) {
 			s.log.Info().Str("model", s.cfg.Embedder.Name()).Msg("the model's vectors are complete: answering with it")
 		}
 		return
 	}
 	emb := s.queryEmbedder()
-	k, err := embedder.ParseKey(e.Key())
-	if err != nil || k.Model != embedder.ModelToken(emb.Name()) {
+	k, err := vectors.ParseKey(e.Key())
+	if err != nil || k.Model != vectors.ModelToken(emb.Name()) {
 		return
 	}
 	uv := s.users.peek(userKey{k.Tenant, k.User})

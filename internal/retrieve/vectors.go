@@ -9,8 +9,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentmem/agentmem/internal/embed"
-	"github.com/agentmem/agentmem/internal/embedder"
 	"github.com/agentmem/agentmem/internal/vector"
+	"github.com/agentmem/agentmem/internal/vectors"
 )
 
 // Embedder turns texts into vectors (see embed.Embedder). The retriever embeds only queries with
@@ -40,13 +40,13 @@ type storedVectors struct {
 
 // storedVector is what a view keeps of a stored vector: its components, int8 with their scale.
 // The owner and model it was stored with are the view's, its id the map's key: kept with each
-// vector (as embedder.Vector does) they took a third of a vector's memory.
+// vector (as vectors.Vector does) they took a third of a vector's memory.
 type storedVector struct {
 	scale float32
 	q     []int8
 }
 
-func compact(v embedder.Vector) storedVector { return storedVector{scale: v.Scale, q: v.Q} }
+func compact(v vectors.Vector) storedVector { return storedVector{scale: v.Scale, q: v.Q} }
 
 // float32s returns the vector's components in buf, grown as needed.
 func (v storedVector) float32s(buf []float32) []float32 {
@@ -64,7 +64,7 @@ func newStoredVectors() *storedVectors {
 // load reads the user's vectors of model once (again after the retriever changed models); a
 // failed read leaves them unloaded (ranked by keywords) for the next request to try again. It
 // returns the bytes the vectors take.
-func (sv *storedVectors) load(ctx context.Context, store *embedder.Vectors, tenant, user, model string, log zerolog.Logger) int64 {
+func (sv *storedVectors) load(ctx context.Context, store *vectors.Store, tenant, user, model string, log zerolog.Logger) int64 {
 	sv.mu.Lock()
 	defer sv.mu.Unlock()
 	if sv.model != model {
@@ -74,7 +74,7 @@ func (sv *storedVectors) load(ctx context.Context, store *embedder.Vectors, tena
 		return 0
 	}
 	var n int64
-	err := store.Scan(ctx, tenant, user, model, func(v embedder.Vector) {
+	err := store.Scan(ctx, tenant, user, model, func(v vectors.Vector) {
 		if _, ok := sv.byID[v.ID]; !ok {
 			sv.byID[v.ID] = compact(v)
 			n += vectorBytes(v)
@@ -89,7 +89,7 @@ func (sv *storedVectors) load(ctx context.Context, store *embedder.Vectors, tena
 }
 
 // put adds a vector the watcher saw written; it returns the bytes it adds.
-func (sv *storedVectors) put(v embedder.Vector) int64 {
+func (sv *storedVectors) put(v vectors.Vector) int64 {
 	sv.mu.Lock()
 	defer sv.mu.Unlock()
 	if _, ok := sv.byID[v.ID]; ok || v.Model != sv.model {
@@ -123,7 +123,7 @@ func (sv *storedVectors) get(id string) (storedVector, bool) {
 
 // vectorBytes is the approximate memory of a stored vector (its int8 components, id and map
 // entry) and of its float32 copy in a search index.
-func vectorBytes(v embedder.Vector) int64 {
+func vectorBytes(v vectors.Vector) int64 {
 	return int64(5*len(v.Q) + 2*len(v.ID) + 160)
 }
 

@@ -14,9 +14,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentmem/agentmem/internal/broker/brokertest"
-	"github.com/agentmem/agentmem/internal/embedder"
 	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/internal/retrieve"
+	"github.com/agentmem/agentmem/internal/vectors"
 	"github.com/agentmem/agentmem/pkg/events"
 )
 
@@ -84,9 +84,9 @@ func BenchmarkColdLoad10kVectors(b *testing.B) {
 	stage := time.Since(start)
 	vs, _ := js.Stream(ctx, "KV_"+topo.VectorBucket())
 	info, _ := vs.Info(ctx)
-	stored, _ := embedder.OpenVectors(ctx, js, topo)
+	stored, _ := vectors.Open(ctx, js, topo)
 	n := 0
-	if err := stored.ScanAll(ctx, ">", func(embedder.Vector) { n++ }); err != nil || n != turns {
+	if err := stored.ScanAll(ctx, ">", func(vectors.Vector) { n++ }); err != nil || n != turns {
 		b.Fatalf("%d vectors stored (%v), want %d", n, err, turns)
 	}
 	b.Logf("published, applied and embedded %d turns in %s (%.0f texts/s through the whole pipeline); vector bucket %d bytes, %.0f a vector", turns, stage.Round(time.Millisecond),

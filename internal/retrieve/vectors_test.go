@@ -4,7 +4,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/agentmem/agentmem/internal/embedder"
+	"github.com/agentmem/agentmem/internal/vectors"
 )
 
 // A view keeps each stored vector without the owner, model and id it was stored with (the view's
@@ -15,11 +15,11 @@ func TestStoredVectorsKeepComponentsOnly(t *testing.T) {
 	}
 	sv := newStoredVectors()
 	sv.model = "m"
-	v := embedder.Vector{Tenant: "acme", User: "u1", Model: "m", ID: "t1", Kind: embedder.KindTurn, Scale: 0.5, Q: []int8{2, -4, 6}}
+	v := vectors.Vector{Tenant: "acme", User: "u1", Model: "m", ID: "t1", Kind: vectors.KindTurn, Scale: 0.5, Q: []int8{2, -4, 6}}
 	if n := sv.put(v); n <= 0 {
 		t.Fatalf("put counted %d bytes", n)
 	}
-	if sv.put(embedder.Vector{Model: "other", ID: "t2", Q: []int8{1}}) != 0 {
+	if sv.put(vectors.Vector{Model: "other", ID: "t2", Q: []int8{1}}) != 0 {
 		t.Fatal("a vector of another model was kept")
 	}
 	got, ok := sv.get("t1")

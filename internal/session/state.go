@@ -1,5 +1,6 @@
-// Package session keeps each conversation's short-term state durably in JetStream KV, written only
-// by ingest and read by everyone else.
+// Package session keeps each conversation's short-term state durably in JetStream KV, written
+// through Store only: by ingest (Store.Commit) and by forget (Store.Forget, a tombstone in place of
+// the header and the chunks purged); everyone else reads it.
 //
 // A session is stored as two things:
 //

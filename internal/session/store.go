@@ -37,8 +37,10 @@ type Store struct {
 	js      jetstream.JetStream
 	headers jetstream.KeyValue
 	chunks  jetstream.KeyValue
-	now     func() time.Time
-	rep     *integrity.Reporter
+	// turns is the turns stream, whose last sequence a forgotten session's tombstone holds.
+	turns string
+	now   func() time.Time
+	rep   *integrity.Reporter
 	// group writes concurrent commits together (group.go).
 	group *committer
 }
@@ -53,7 +55,7 @@ func NewStore(ctx context.Context, js jetstream.JetStream, topo events.Topology)
 	if err != nil {
 		return nil, fmt.Errorf("binding bucket %q: %w", topo.ChunkBucket(), err)
 	}
-	st := &Store{js: js, headers: h, chunks: c, now: time.Now}
+	st := &Store{js: js, headers: h, chunks: c, turns: topo.TurnsStream(), now: time.Now}
 	st.group = &committer{st: st}
 	return st, nil
 }
@@ -425,6 +427,34 @@ func (st *Store) Tombstone(ctx context.Context, key Key, lastSeq uint64) error {
 		return fmt.Errorf("writing the tombstone of %q: %w", key, err)
 	}
 	return nil
+}
+
+// Forget forgets sessions of tenant: each one's header is replaced by a tombstone (Tombstone)
+// holding the turns stream's last sequence, so that turns in flight are not applied again, and
+// its chunks are purged, history included. It returns how many of the sessions had chunks. This
+// and Commit are the only writes of short-term state: ingest commits, forget forgets.
+func (st *Store) Forget(ctx context.Context, tenant string, sessions []string) (int, error) {
+	// Binding the stream reads its info; a second request would read the same.
+	turns, err := st.js.Stream(ctx, st.turns)
+	if err != nil {
+		return 0, fmt.Errorf("reading %q: %w", st.turns, err)
+	}
+	last := turns.CachedInfo().State.LastSeq
+	n := 0
+	for _, sess := range sessions {
+		k := Key{Tenant: tenant, Session: sess}
+		if err := st.Tombstone(ctx, k, last); err != nil {
+			return n, err
+		}
+		purged, err := archive.PurgeKV(ctx, st.js, st.chunks.Bucket(), k.String()+".>")
+		if err != nil {
+			return n, err
+		}
+		if purged > 0 {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // WatchCommits calls fn with the key of every session whose header is written from now on (a

@@ -144,11 +144,12 @@ func (s *Store) Report(ctx context.Context, tenant string) (memory.UsageReport, 
 	return ledger.Report(), nil
 }
 
-// Forget removes the usage counters of the given sessions of a tenant.
+// Forget removes the usage counters of the given sessions of a tenant, history included (a purge
+// of the bucket's stream, not a purge marker).
 func (s *Store) Forget(ctx context.Context, tenant string, sessions []string) error {
 	for _, sess := range sessions {
-		if err := s.kv.Purge(ctx, tenant+"."+sess); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
-			return fmt.Errorf("forgetting usage of %s.%s: %w", tenant, sess, err)
+		if _, err := archive.PurgeKV(ctx, s.js, s.bucket, tenant+"."+sess); err != nil {
+			return err
 		}
 	}
 	return nil

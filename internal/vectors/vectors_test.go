@@ -1,4 +1,4 @@
-package embedder
+package vectors
 
 import (
 	"errors"
@@ -52,7 +52,7 @@ func FuzzDecode(f *testing.F) {
 // TestForeignValuesAreCorrupt: a value naming another tenant, user, model or entry than its key
 // is treated as absent, as in every other bucket (package integrity).
 func TestForeignValuesAreCorrupt(t *testing.T) {
-	s := &Vectors{bucket: "AGENTMEM_VECTORS"}
+	s := &Store{bucket: "AGENTMEM_VECTORS"}
 	v := Vector{Tenant: "acme", User: "alice", Model: "m1", ID: "t1", Kind: KindTurn, Scale: 1, Q: []int8{1, 2}}
 	if _, cerr := s.Check(Key("acme", "alice", "m1", "t1"), Encode(v)); cerr != nil {
 		t.Fatalf("own value: %v", cerr)
@@ -190,11 +190,11 @@ func TestParseKey(t *testing.T) {
 		{"acme.alice.m1.", "entry: must not be empty"},
 	} {
 		k, err := ParseKey(tt.key)
-		if err == nil || !errors.Is(err, events.ErrInvalid) || !strings.Contains(err.Error(), tt.errHas) || k != (VectorKey{}) {
+		if err == nil || !errors.Is(err, events.ErrInvalid) || !strings.Contains(err.Error(), tt.errHas) || k != (Ref{}) {
 			t.Errorf("ParseKey(%q) = %+v, %v; want ErrInvalid mentioning %q", tt.key, k, err, tt.errHas)
 		}
 	}
-	if _, ok := (VectorKey{Entry: "=!!"}).ID(); ok {
+	if _, ok := (Ref{Entry: "=!!"}).ID(); ok {
 		t.Error("an entry token that is not base64 gave an id")
 	}
 }

@@ -1,11 +1,10 @@
-package embedder
+package vectors
 
 import (
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -28,7 +27,7 @@ import (
 //
 // A pack is written once (KV Create) and never changed; forget purges it with the user's other
 // vectors. Which entries a pack holds is in its value only, so a lookup by entry id reads the
-// user's packs (packIndex, kept per user by the stage).
+// user's packs (the embedding stage keeps an index of them per user).
 
 // packToken is the fourth token of a pack key.
 const packToken = "p"
@@ -77,10 +76,10 @@ func EncodePack(vs []Vector) []byte {
 // DecodePack reads a value written by EncodePack.
 func DecodePack(b []byte) ([]Vector, error) {
 	if len(b) < 3 || b[0] != packMagic {
-		return nil, errors.New("embedder: not a vector pack")
+		return nil, errors.New("vectors: not a vector pack")
 	}
 	if b[1] != codecVersion || b[2] != encodingInt8 {
-		return nil, fmt.Errorf("embedder: vector pack version %d encoding %d unknown", b[1], b[2])
+		return nil, fmt.Errorf("vectors: vector pack version %d encoding %d unknown", b[1], b[2])
 	}
 	r := wire.NewReader(b[3:])
 	tenant, user, model := r.Text(), r.Text(), r.Text()
@@ -94,22 +93,22 @@ func DecodePack(b []byte) ([]Vector, error) {
 		v := Vector{Tenant: tenant, User: user, Model: model, Kind: r.Byte(), ID: r.Text()}
 		readComponents(r, &v)
 		if r.Err() != nil {
-			return nil, fmt.Errorf("embedder: vector pack: %w", r.Err())
+			return nil, fmt.Errorf("vectors: vector pack: %w", r.Err())
 		}
 		vs = append(vs, v)
 	}
 	if r.Err() != nil {
-		return nil, fmt.Errorf("embedder: vector pack: %w", r.Err())
+		return nil, fmt.Errorf("vectors: vector pack: %w", r.Err())
 	}
 	if r.Len() != 0 {
-		return nil, errors.New("embedder: trailing bytes after a vector pack")
+		return nil, errors.New("vectors: trailing bytes after a vector pack")
 	}
 	return vs, nil
 }
 
 // PutPack stores vectors of one owner and model (vs[0]'s) as one pack, or several when they
 // exceed maxPackBytes, and returns the keys written.
-func (s *Vectors) PutPack(ctx context.Context, vs []Vector) ([]string, error) {
+func (s *Store) PutPack(ctx context.Context, vs []Vector) ([]string, error) {
 	parts, err := packParts(vs)
 	if err != nil {
 		return nil, err
@@ -131,7 +130,7 @@ func (s *Vectors) PutPack(ctx context.Context, vs []Vector) ([]string, error) {
 // one disk sync for the whole batch instead of one per pack. Fewer packs, or a batch that fails
 // (a server or bucket without atomic publish, a timeout), are written one by one under the same
 // keys; a key the batch stored already counts as written.
-func (s *Vectors) PutPacks(ctx context.Context, packs [][]Vector) []error {
+func (s *Store) PutPacks(ctx context.Context, packs [][]Vector) []error {
 	errs := make([]error, len(packs))
 	type write struct {
 		pack int
@@ -182,7 +181,7 @@ func packParts(vs []Vector) ([][]Vector, error) {
 		vs = vs[n:]
 		for _, v := range part[1:] {
 			if v.Tenant != part[0].Tenant || v.User != part[0].User || v.Model != part[0].Model {
-				return nil, fmt.Errorf("embedder: a pack holds one owner and model: %s/%s/%s and %s/%s/%s",
+				return nil, fmt.Errorf("vectors: a pack holds one owner and model: %s/%s/%s and %s/%s/%s",
 					part[0].Tenant, part[0].User, part[0].Model, v.Tenant, v.User, v.Model)
 			}
 		}
@@ -194,7 +193,7 @@ func packParts(vs []Vector) ([][]Vector, error) {
 // Entries decodes the value of a vector key or a pack key and checks it against the key: the
 // owner and model of every vector it holds, and a vector's entry. A mismatch or an undecodable
 // value is corrupt (the whole value: a pack is written whole).
-func (s *Vectors) Entries(key string, data []byte) ([]Vector, *integrity.Error) {
+func (s *Store) Entries(key string, data []byte) ([]Vector, *integrity.Error) {
 	k, err := ParseKey(key)
 	if err != nil {
 		return nil, integrity.Undecoded(s.bucket, key, err)
@@ -222,114 +221,4 @@ func (s *Vectors) Entries(key string, data []byte) ([]Vector, *integrity.Error) 
 		}
 	}
 	return vs, nil
-}
-
-// packIndex knows which entries of recently seen users have a vector in a pack, so that the
-// stage looks a turn up once per user, not once per turn: a user's ids are read from their packs
-// on the first lookup, and the packs the stage writes afterwards are added. It holds up to max
-// ids; the least recently used users beyond are read again when next looked up. Packs another
-// embedder process writes after a user's ids were read are not seen: such an entry, delivered
-// here again, is embedded a second time (the duplicate is harmless; readers keep one vector per
-// entry).
-type packIndex struct {
-	vectors *Vectors
-	max     int
-
-	mu    sync.Mutex
-	users map[packOwner]*packedIDs
-	total int
-	tick  uint64
-}
-
-type packOwner struct{ tenant, user, model string }
-
-type packedIDs struct {
-	mu     sync.Mutex
-	loaded bool
-	ids    map[string]struct{}
-	// n and used are guarded by packIndex.mu.
-	n    int
-	used uint64
-}
-
-// packIndexSize bounds the entry ids a packIndex keeps.
-const packIndexSize = 1 << 18
-
-func newPackIndex(v *Vectors, max int) *packIndex {
-	return &packIndex{vectors: v, max: max, users: map[packOwner]*packedIDs{}}
-}
-
-// has reports whether entry id of (tenant, user) has a vector of model in a pack.
-func (x *packIndex) has(ctx context.Context, tenant, user, model, id string) (bool, error) {
-	o := packOwner{tenant, user, model}
-	x.mu.Lock()
-	x.tick++
-	p, ok := x.users[o]
-	if !ok {
-		p = &packedIDs{}
-		x.users[o] = p
-	}
-	p.used = x.tick
-	x.mu.Unlock()
-
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.loaded {
-		ids := map[string]struct{}{}
-		if err := x.vectors.scan(ctx, PackFilter(tenant, user, model), func(v Vector) { ids[v.ID] = struct{}{} }); err != nil {
-			return false, err
-		}
-		p.ids, p.loaded = ids, true
-		x.grew(o, p, len(ids))
-	}
-	_, ok = p.ids[id]
-	return ok, nil
-}
-
-// add records entries of (tenant, user) just stored in a pack, if the user's ids are held (if
-// not, the next lookup reads them with the new pack).
-func (x *packIndex) add(tenant, user, model string, ids []string) {
-	o := packOwner{tenant, user, model}
-	x.mu.Lock()
-	p, ok := x.users[o]
-	x.mu.Unlock()
-	if !ok {
-		return
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.loaded {
-		return // being read now: the read started after the pack was stored, or waits for this
-	}
-	n := 0
-	for _, id := range ids {
-		if _, ok := p.ids[id]; !ok {
-			p.ids[id] = struct{}{}
-			n++
-		}
-	}
-	x.grew(o, p, n)
-}
-
-// grew accounts n more ids of o and drops the least recently used other users while the index
-// holds more than max.
-func (x *packIndex) grew(o packOwner, p *packedIDs, n int) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.users[o] != p {
-		return // dropped meanwhile
-	}
-	p.n += n
-	x.total += n
-	for x.total > x.max && len(x.users) > 1 {
-		var oldest packOwner
-		at := ^uint64(0)
-		for k, v := range x.users {
-			if k != o && v.used < at {
-				oldest, at = k, v.used
-			}
-		}
-		x.total -= x.users[oldest].n
-		delete(x.users, oldest)
-	}
 }

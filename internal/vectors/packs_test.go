@@ -1,14 +1,12 @@
-package embedder
+package vectors
 
 import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"math"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/agentmem/agentmem/internal/broker/brokertest"
@@ -78,7 +76,7 @@ func FuzzDecodePack(f *testing.F) {
 // TestForeignPacksAreCorrupt: a pack naming another tenant, user or model than its key is corrupt
 // as a whole, like a single vector.
 func TestForeignPacksAreCorrupt(t *testing.T) {
-	s := &Vectors{bucket: "AGENTMEM_VECTORS"}
+	s := &Store{bucket: "AGENTMEM_VECTORS"}
 	pack := EncodePack(packOf("acme", "alice", "m1", "t1", "t2"))
 	vs, cerr := s.Entries(PackKey("acme", "alice", "m1", "P1"), pack)
 	if cerr != nil || len(vs) != 2 || vs[1].ID != "t2" {
@@ -116,131 +114,6 @@ func TestParsePackKey(t *testing.T) {
 	}
 }
 
-// constEmbedder embeds every text as the same short vector and counts its calls.
-type constEmbedder struct{ calls int }
-
-func (c *constEmbedder) Name() string { return "const" }
-func (c *constEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
-	c.calls++
-	out := make([][]float32, len(texts))
-	for i := range out {
-		out[i] = []float32{1, float32(i), -1}
-	}
-	return out, nil
-}
-
-// TestBatchStoresOnePackPerOwner: the texts of one batch to be stored are written one pack per
-// owner and model; each caller learns its own pack's outcome, and a caller only embedding gets its
-// vector.
-func TestBatchStoresOnePackPerOwner(t *testing.T) {
-	emb := &constEmbedder{}
-	var (
-		mu    sync.Mutex // the packs of a batch are written at once
-		packs [][]Vector
-	)
-	b := &batcher{emb: emb, store: func(_ context.Context, ps [][]Vector) []error {
-		mu.Lock()
-		defer mu.Unlock()
-		errs := make([]error, len(ps))
-		for k, vs := range ps {
-			packs = append(packs, vs)
-			if vs[0].User == "bob" {
-				errs[k] = errors.New("bob's pack not stored")
-			}
-		}
-		return errs
-	}}
-	var batch []batchReq
-	for i, user := range []string{"alice", "bob", "alice", "", "alice"} {
-		r := batchReq{text: fmt.Sprint("text ", i), out: make(chan batchRes, 1)}
-		if user != "" {
-			r.put = &Vector{Tenant: "acme", User: user, Model: "const", ID: fmt.Sprint("t", i), Kind: KindTurn}
-		}
-		batch = append(batch, r)
-	}
-	b.call(context.Background(), batch)
-	if emb.calls != 1 || len(packs) != 2 {
-		t.Fatalf("%d embedding calls, %d packs; want 1 call and a pack for alice and one for bob", emb.calls, len(packs))
-	}
-	for _, p := range packs {
-		var ids []string
-		for _, v := range p {
-			ids = append(ids, v.ID)
-			if len(v.Q) != 3 || v.Scale == 0 {
-				t.Fatalf("stored vector %+v is not quantised", v)
-			}
-		}
-		want := map[string][]string{"alice": {"t0", "t2", "t4"}, "bob": {"t1"}}[p[0].User]
-		if !slices.Equal(ids, want) {
-			t.Fatalf("pack of %s holds %v, want %v", p[0].User, ids, want)
-		}
-	}
-	for i, r := range batch {
-		res := <-r.out
-		switch {
-		case i == 1 && (res.err == nil || !strings.Contains(res.err.Error(), "bob's pack")):
-			t.Fatalf("bob's caller: %v, want the pack's error", res.err)
-		case i != 1 && res.err != nil:
-			t.Fatalf("caller %d: %v", i, res.err)
-		case i == 3 && len(res.vec) != 3:
-			t.Fatalf("the caller only embedding got %v", res.vec)
-		}
-	}
-}
-
-// TestPackIndexFindsStoredEntries: the index reads a user's packs once, learns the packs written
-// afterwards, and keeps at most its bound of ids.
-func TestPackIndexFindsStoredEntries(t *testing.T) {
-	env := brokertest.Start(t)
-	ctx := context.Background()
-	topo := events.DefaultTopology()
-	if err := topo.Ensure(ctx, env.JS); err != nil {
-		t.Fatal(err)
-	}
-	vectors, err := OpenVectors(ctx, env.JS, topo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := vectors.PutPack(ctx, packOf("acme", "alice", "m1", "a", "b")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := vectors.PutPack(ctx, packOf("acme", "alice", "m2", "c")); err != nil {
-		t.Fatal(err)
-	}
-	x := newPackIndex(vectors, 3)
-	for _, c := range []struct {
-		user, model, id string
-		want            bool
-	}{
-		{"alice", "m1", "a", true}, {"alice", "m1", "b", true}, {"alice", "m1", "c", false},
-		{"alice", "m2", "c", true}, {"bob", "m1", "a", false},
-	} {
-		if got, err := x.has(ctx, "acme", c.user, c.model, c.id); err != nil || got != c.want {
-			t.Fatalf("has(%s, %s, %s) = %v, %v; want %v", c.user, c.model, c.id, got, err, c.want)
-		}
-	}
-	// A pack written after alice's m1 ids were read is learnt from the writer (add), and found
-	// by reading it when the ids are read anew.
-	late := packOf("acme", "alice", "m1", "d")
-	if _, err := vectors.PutPack(ctx, late); err != nil {
-		t.Fatal(err)
-	}
-	x.add("acme", "alice", "m1", []string{"d"})
-	if got, _ := x.has(ctx, "acme", "alice", "m1", "d"); !got {
-		t.Fatal("an added id is not found")
-	}
-	x.mu.Lock()
-	total, users := x.total, len(x.users)
-	x.mu.Unlock()
-	if total > 3 {
-		t.Fatalf("the index holds %d ids in %d users, want at most 3", total, users)
-	}
-	fresh := newPackIndex(vectors, 100)
-	if got, _ := fresh.has(ctx, "acme", "alice", "m1", "d"); !got {
-		t.Fatal("a pack written before the ids were read is not found")
-	}
-}
-
 // TestPutPacksWritesOneAtomicBatch: the topology lets the vector bucket take atomic batches, and
 // PutPacks writes the packs of several owners in one (consecutive stream sequences, every vector
 // found by Scan); without atomic publish (a bucket from an older server) every pack is still
@@ -259,14 +132,14 @@ func TestPutPacksWritesOneAtomicBatch(t *testing.T) {
 	if !stream.CachedInfo().Config.AllowAtomicPublish {
 		t.Fatal("the vector bucket's stream does not allow atomic batches")
 	}
-	vectors, err := OpenVectors(ctx, env.JS, topo)
+	store, err := Open(ctx, env.JS, topo)
 	if err != nil {
 		t.Fatal(err)
 	}
 	found := func(user, model string) []string {
 		t.Helper()
 		var ids []string
-		if err := vectors.Scan(ctx, "acme", user, model, func(v Vector) { ids = append(ids, v.ID) }); err != nil {
+		if err := store.Scan(ctx, "acme", user, model, func(v Vector) { ids = append(ids, v.ID) }); err != nil {
 			t.Fatal(err)
 		}
 		slices.Sort(ids)
@@ -277,7 +150,7 @@ func TestPutPacksWritesOneAtomicBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	mixed := append(packOf("acme", "carol", "m1", "x"), packOf("acme", "dave", "m1", "y")...)
-	errs := vectors.PutPacks(ctx, [][]Vector{packOf("acme", "alice", "m1", "a", "b"), mixed, packOf("acme", "bob", "m1", "c"),
+	errs := store.PutPacks(ctx, [][]Vector{packOf("acme", "alice", "m1", "a", "b"), mixed, packOf("acme", "bob", "m1", "c"),
 		packOf("acme", "erin", "m1", "e1"), packOf("acme", "fred", "m1", "f1")})
 	if errs[0] != nil || errs[1] == nil || errs[2] != nil || errs[3] != nil || errs[4] != nil {
 		t.Fatalf("errors %v: want only the mixed pack's", errs)
@@ -314,7 +187,7 @@ func TestPutPacksWritesOneAtomicBatch(t *testing.T) {
 	if _, err := env.JS.UpdateStream(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
-	errs = vectors.PutPacks(ctx, [][]Vector{packOf("acme", "alice", "m2", "d"), packOf("acme", "bob", "m2", "e", "f")})
+	errs = store.PutPacks(ctx, [][]Vector{packOf("acme", "alice", "m2", "d"), packOf("acme", "bob", "m2", "e", "f")})
 	if errs[0] != nil || errs[1] != nil {
 		t.Fatalf("without atomic batches: %v", errs)
 	}

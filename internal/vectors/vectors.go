@@ -1,4 +1,16 @@
-package embedder
+// Package vectors is the vector store: the embeddings of turns, summaries and facts, one per entry
+// and embedding model, in a JetStream KV bucket (events.Topology.VectorBucket) under the entry's
+// tenant and user and the model. A summary's or a fact's vector has a value of its own (Key), the
+// turns' vectors are written several to a value, a pack per user and batch (PackKey, packs.go),
+// and a backfill's completion marker says a model has a vector of every entry (MarkerKey,
+// markers.go). Every value read is checked against its key; forget purges a user's vectors of
+// every model, history included (Store.Forget).
+//
+// The embedding stage (package embedder) writes the vectors; retrievers read them and hold them
+// in memory (package vector is that in-memory index); forget removes them. It is a package of its
+// own, beside the session, long-term and usage stores, so that none of those stages imports
+// another.
+package vectors
 
 import (
 	"context"
@@ -85,9 +97,9 @@ func Key(tenant, user, model, id string) string {
 	return tenant + "." + user + "." + ModelToken(model) + "." + EntryToken(id)
 }
 
-// VectorKey is what a vector key names: the entry's owner, the model's token (ModelToken) and the
+// Ref is what a vector key names: the entry's owner, the model's token (ModelToken) and the
 // entry's token (EntryToken).
-type VectorKey struct {
+type Ref struct {
 	Tenant, User string
 	Model        string
 	Entry        string
@@ -98,39 +110,39 @@ type VectorKey struct {
 
 // ID returns the entry id the key's entry token stands for; ok is false when the token is not
 // one EntryToken makes.
-func (k VectorKey) ID() (id string, ok bool) { return EntryID(k.Entry) }
+func (k Ref) ID() (id string, ok bool) { return EntryID(k.Entry) }
 
 // ParseKey parses a vector key, "<tenant>.<user>.<model token>.<entry token>" (Key), or a pack
 // key, "<tenant>.<user>.<model token>.p.<pack id>" (PackKey), as the bucket's watchers and
 // listings see it. A completion marker's key (MarkerKey) is neither. Its error wraps
 // events.ErrInvalid and says what is wrong: the number of tokens, the tenant, the user, the model,
 // the entry or the pack.
-func ParseKey(key string) (VectorKey, error) {
+func ParseKey(key string) (Ref, error) {
 	parts := strings.Split(key, ".")
-	var k VectorKey
+	var k Ref
 	switch {
 	case len(parts) == 4:
-		k = VectorKey{Tenant: parts[0], User: parts[1], Model: parts[2], Entry: parts[3]}
+		k = Ref{Tenant: parts[0], User: parts[1], Model: parts[2], Entry: parts[3]}
 	case len(parts) == 5 && parts[3] == packToken:
 		if parts[4] == "" {
-			return VectorKey{}, fmt.Errorf("vector key %q: %w", key, &events.FieldError{Field: "pack", Message: "must not be empty"})
+			return Ref{}, fmt.Errorf("vector key %q: %w", key, &events.FieldError{Field: "pack", Message: "must not be empty"})
 		}
-		k = VectorKey{Tenant: parts[0], User: parts[1], Model: parts[2], Pack: parts[4]}
+		k = Ref{Tenant: parts[0], User: parts[1], Model: parts[2], Pack: parts[4]}
 	default:
-		return VectorKey{}, fmt.Errorf("vector key %q: %w", key,
+		return Ref{}, fmt.Errorf("vector key %q: %w", key,
 			&events.FieldError{Message: "want <tenant>.<user>.<model>.<entry> or <tenant>.<user>.<model>.p.<pack>"})
 	}
 	if err := events.ValidateToken("tenant", k.Tenant); err != nil {
-		return VectorKey{}, fmt.Errorf("vector key %q: %w", key, err)
+		return Ref{}, fmt.Errorf("vector key %q: %w", key, err)
 	}
 	if err := events.ValidateToken("user", k.User); err != nil {
-		return VectorKey{}, fmt.Errorf("vector key %q: %w", key, err)
+		return Ref{}, fmt.Errorf("vector key %q: %w", key, err)
 	}
 	if k.Model == "" {
-		return VectorKey{}, fmt.Errorf("vector key %q: %w", key, &events.FieldError{Field: "model", Message: "must not be empty"})
+		return Ref{}, fmt.Errorf("vector key %q: %w", key, &events.FieldError{Field: "model", Message: "must not be empty"})
 	}
 	if k.Entry == "" && k.Pack == "" {
-		return VectorKey{}, fmt.Errorf("vector key %q: %w", key, &events.FieldError{Field: "entry", Message: "must not be empty"})
+		return Ref{}, fmt.Errorf("vector key %q: %w", key, &events.FieldError{Field: "entry", Message: "must not be empty"})
 	}
 	return k, nil
 }
@@ -188,16 +200,16 @@ func readComponents(r *wire.Reader, v *Vector) {
 	}
 }
 
-var errShort = errors.New("embedder: truncated vector value")
+var errShort = errors.New("vectors: truncated vector value")
 
 // Decode reads a value written by Encode.
 func Decode(b []byte) (Vector, error) {
 	var v Vector
 	if len(b) < 4 || b[0] != codecMagic {
-		return v, errors.New("embedder: not a vector value")
+		return v, errors.New("vectors: not a vector value")
 	}
 	if b[1] != codecVersion || b[2] != encodingInt8 {
-		return v, fmt.Errorf("embedder: vector value version %d encoding %d unknown", b[1], b[2])
+		return v, fmt.Errorf("vectors: vector value version %d encoding %d unknown", b[1], b[2])
 	}
 	v.Kind = b[3]
 	r := wire.NewReader(b[4:])
@@ -209,35 +221,35 @@ func Decode(b []byte) (Vector, error) {
 	return v, nil
 }
 
-// Vectors is the vector bucket.
-type Vectors struct {
+// Store is the vector bucket: single vectors, packs and completion markers.
+type Store struct {
 	kv     jetstream.KeyValue
 	js     jetstream.JetStream
 	bucket string
 	rep    *integrity.Reporter
 }
 
-// OpenVectors binds the topology's vector bucket, which must exist (events.Topology.Ensure).
-func OpenVectors(ctx context.Context, js jetstream.JetStream, topo events.Topology) (*Vectors, error) {
+// Open binds the topology's vector bucket, which must exist (events.Topology.Ensure).
+func Open(ctx context.Context, js jetstream.JetStream, topo events.Topology) (*Store, error) {
 	kv, err := events.BindBucket(ctx, js, topo.VectorBucket())
 	if err != nil {
 		return nil, err
 	}
-	return &Vectors{kv: kv, js: js, bucket: topo.VectorBucket()}, nil
+	return &Store{kv: kv, js: js, bucket: topo.VectorBucket()}, nil
 }
 
 // Instrument returns a copy of s that reports the corrupt values it reads.
-func (s *Vectors) Instrument(r *integrity.Reporter) *Vectors {
+func (s *Store) Instrument(r *integrity.Reporter) *Store {
 	c := *s
 	c.rep = r
 	return &c
 }
 
 // Bucket names the bucket.
-func (s *Vectors) Bucket() string { return s.bucket }
+func (s *Store) Bucket() string { return s.bucket }
 
 // Has reports whether the entry has a vector of model.
-func (s *Vectors) Has(ctx context.Context, tenant, user, model, id string) (bool, error) {
+func (s *Store) Has(ctx context.Context, tenant, user, model, id string) (bool, error) {
 	key := Key(tenant, user, model, id)
 	e, err := s.kv.Get(ctx, key)
 	switch {
@@ -253,7 +265,7 @@ func (s *Vectors) Has(ctx context.Context, tenant, user, model, id string) (bool
 
 // Put stores v once: a vector already stored under its key is kept (a vector is a function of
 // the entry's text and the model, so a second one would be the same).
-func (s *Vectors) Put(ctx context.Context, v Vector) error {
+func (s *Store) Put(ctx context.Context, v Vector) error {
 	key := Key(v.Tenant, v.User, v.Model, v.ID)
 	_, err := s.kv.Create(ctx, key, Encode(v))
 	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
@@ -264,7 +276,7 @@ func (s *Vectors) Put(ctx context.Context, v Vector) error {
 
 // Check decodes the value of key and compares the owner, model and entry it names with the key;
 // a mismatch or an undecodable value is corrupt.
-func (s *Vectors) Check(key string, data []byte) (Vector, *integrity.Error) {
+func (s *Store) Check(key string, data []byte) (Vector, *integrity.Error) {
 	v, err := Decode(data)
 	if err != nil {
 		return v, integrity.Undecoded(s.bucket, key, err)
@@ -287,16 +299,16 @@ func (s *Vectors) Check(key string, data []byte) (Vector, *integrity.Error) {
 
 // Scan calls fn with every vector of (tenant, user) made by model, in one batched read of the
 // bucket's stream. Corrupt values are reported and left out.
-func (s *Vectors) Scan(ctx context.Context, tenant, user, model string, fn func(Vector)) error {
+func (s *Store) Scan(ctx context.Context, tenant, user, model string, fn func(Vector)) error {
 	return s.scan(ctx, ModelFilter(tenant, user, model), fn)
 }
 
 // ScanAll calls fn with every vector whose key matches filter ("acme.>", ">").
-func (s *Vectors) ScanAll(ctx context.Context, filter string, fn func(Vector)) error {
+func (s *Store) ScanAll(ctx context.Context, filter string, fn func(Vector)) error {
 	return s.scan(ctx, filter, fn)
 }
 
-func (s *Vectors) scan(ctx context.Context, filter string, fn func(Vector)) error {
+func (s *Store) scan(ctx context.Context, filter string, fn func(Vector)) error {
 	prefix := "$KV." + s.bucket + "."
 	latest := map[string][]byte{}
 	var order []string
@@ -337,13 +349,13 @@ func (s *Vectors) scan(ctx context.Context, filter string, fn func(Vector)) erro
 
 // Watch follows every vector written from now on (deletes and purges included, with a nil
 // value); the caller stops it.
-func (s *Vectors) Watch(ctx context.Context) (jetstream.KeyWatcher, error) {
+func (s *Store) Watch(ctx context.Context) (jetstream.KeyWatcher, error) {
 	return s.kv.WatchAll(ctx, jetstream.UpdatesOnly())
 }
 
 // Forget removes every vector of a user, all models, history included, and returns how many
 // vectors there were (a pack counts its vectors; corrupt values are not counted but removed).
-func (s *Vectors) Forget(ctx context.Context, tenant, user string) (uint64, error) {
+func (s *Store) Forget(ctx context.Context, tenant, user string) (uint64, error) {
 	var n uint64
 	if err := s.scan(ctx, UserFilter(tenant, user), func(Vector) { n++ }); err != nil {
 		return 0, err

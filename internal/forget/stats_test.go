@@ -1,4 +1,4 @@
-package extract_test
+package forget_test
 
 import (
 	"encoding/json"

@@ -1,0 +1,152 @@
+package forget
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/agentmem/agentmem/internal/fact"
+	"github.com/agentmem/agentmem/internal/longterm"
+	"github.com/agentmem/agentmem/internal/reply"
+	"github.com/agentmem/agentmem/pkg/events"
+)
+
+// instances is how many forget requests are served at once (package reply's AddEndpoint): a
+// whole user's forget takes a second or more, a fact's delete or correction milliseconds.
+const instances = 8
+
+// AddEndpoint adds the endpoint "forget" on events.ForgetSubjects to svc; requests are served
+// until svc stops, each under ctx. It fails as micro's AddEndpoint does.
+func (s *Service) AddEndpoint(ctx context.Context, svc micro.Service) error {
+	// instances instances of the endpoint, each answering synchronously: micro's stats count
+	// every request, its processing time and its errors.
+	return reply.AddEndpoint(svc, "forget", events.ForgetSubjects, instances, micro.HandlerFunc(func(req micro.Request) {
+		tenant, _ := events.ParseForgetSubject(req.Subject())
+		if err := reply.Check(tenant, req.Reply()); err != nil {
+			s.cfg.Metrics.Refused("forget")
+			s.log.Debug().Err(err).Str("subject", req.Subject()).Msg("request refused")
+			return
+		}
+		s.serve(ctx, req)
+	}))
+}
+
+func (s *Service) serve(ctx context.Context, req micro.Request) {
+	fail := func(code int, field, msg string) {
+		if err := reply.Error(req, code, field, msg); err != nil {
+			s.log.Debug().Err(err).Msg("responding")
+		}
+	}
+	answer := func(v any) {
+		data, err := json.Marshal(v)
+		if err != nil {
+			fail(500, "", "encoding the reply: "+err.Error())
+			return
+		}
+		if err := req.Respond(data); err != nil {
+			s.log.Debug().Err(err).Msg("responding")
+		}
+	}
+	tenant, err := events.ParseForgetSubject(req.Subject())
+	if err != nil {
+		fail(400, "subject", err.Error())
+		return
+	}
+	var named struct {
+		Tenant *string `json:"tenant"`
+	}
+	if json.Unmarshal(req.Data(), &named) == nil && named.Tenant != nil && *named.Tenant != tenant {
+		fail(400, "tenant", fmt.Sprintf("the request names tenant %q on the subject of tenant %q: the tenant is the subject's", *named.Tenant, tenant))
+		return
+	}
+	fr, err := events.ParseForgetRequest(req.Data())
+	if err != nil {
+		var fe *events.FieldError
+		if errors.As(err, &fe) {
+			fail(400, fe.Field, fe.Message)
+			return
+		}
+		fail(400, "body", err.Error())
+		return
+	}
+	fctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if fr.FactID != "" {
+		res, err := s.Fact(fctx, tenant, fr)
+		var fe *events.FieldError
+		switch {
+		case errors.As(err, &fe):
+			fail(400, fe.Field, fe.Message)
+		case errors.Is(err, longterm.ErrNotFound):
+			fail(404, "fact_id", fmt.Sprintf("user %q has no fact %q", fr.User, fr.FactID))
+		case err != nil:
+			fail(500, "", "forgetting the fact: "+err.Error())
+		default:
+			answer(res)
+		}
+		return
+	}
+	counts, err := s.Forget(fctx, tenant, fr.User)
+	if err != nil {
+		fail(500, "", "forgetting: "+err.Error())
+		return
+	}
+	answer(events.ForgetReply{Forgotten: counts})
+}
+
+// Fact deletes one fact (op "deleted") or, when fr has content, corrects it (a new fact
+// supersedes it), and publishes the fact events of the change. It fails with longterm.ErrNotFound
+// for a fact the user does not have, and with an *events.FieldError for a correction that states
+// the fact as it is.
+func (s *Service) Fact(ctx context.Context, tenant string, fr events.ForgetRequest) (events.ForgetReply, error) {
+	now := time.Now().UTC()
+	if fr.Content == "" {
+		f, changed, err := s.long.DeleteFact(ctx, tenant, fr.User, fr.FactID, now)
+		if err != nil {
+			return events.ForgetReply{}, err
+		}
+		if changed {
+			s.cfg.Metrics.Facts("deleted", 1)
+			if err := s.publishFact(ctx, tenant, fr.User, "fact-deleted-"+f.ID, events.FactDeleted, f); err != nil {
+				return events.ForgetReply{}, err
+			}
+		}
+		return events.ForgetReply{Forgotten: map[string]int{"facts": 1}}, nil
+	}
+	newID := fact.ID(tenant, fr.User, fr.Content)
+	nf, old, err := s.long.Correct(ctx, tenant, fr.User, fr.FactID, newID, fr.Content, s.counter.Count(fr.Content), now)
+	if errors.Is(err, longterm.ErrSameContent) {
+		return events.ForgetReply{}, &events.FieldError{Field: "content", Message: fmt.Sprintf("states fact %q as it is: nothing to correct", fr.FactID)}
+	}
+	if err != nil {
+		return events.ForgetReply{}, err
+	}
+	s.cfg.Metrics.Facts("corrected", 1)
+	if err := s.publishFact(ctx, tenant, fr.User, "fact-added-"+nf.ID, events.FactAdded, nf); err != nil {
+		return events.ForgetReply{}, err
+	}
+	if err := s.publishFact(ctx, tenant, fr.User, "fact-superseded-"+old.ID+"-"+nf.ID, events.FactSuperseded, old); err != nil {
+		return events.ForgetReply{}, err
+	}
+	ev := nf.Event()
+	return events.ForgetReply{Forgotten: map[string]int{"facts": 0}, Fact: &ev}, nil
+}
+
+// publishFact publishes a fact event of a change Fact made.
+func (s *Service) publishFact(ctx context.Context, tenant, user, id, op string, f longterm.Fact) error {
+	msg, err := events.NewMsg(ctx, tenant, user, id, events.TypeFact, s.cfg.Source, f.ValidFrom, events.FactEvent{Op: op, Fact: f.Event()})
+	if err != nil {
+		return err
+	}
+	// A publish lost in a leader change fails after 10 s rather than at the handler's timeout.
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := s.js.PublishMsg(pctx, msg); err != nil {
+		return fmt.Errorf("publishing fact event %s: %w", id, err)
+	}
+	return nil
+}

@@ -33,6 +33,7 @@ import (
 	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/internal/session"
+	"github.com/agentmem/agentmem/internal/stage"
 	"github.com/agentmem/agentmem/internal/tracing"
 	"github.com/agentmem/agentmem/internal/usage"
 	"github.com/agentmem/agentmem/internal/worker"
@@ -69,6 +70,9 @@ type Config struct {
 	// Tracer makes a span of every extraction (child of the trigger's traceparent, linked to
 	// the traces of the turns it reads); nil makes none.
 	Tracer trace.TracerProvider
+	// ForgetWaits are the consumers that may still write a user's data after a forget began
+	// (stage.ForgetWaits): a forget waits until each has acknowledged what its stream held then.
+	ForgetWaits []stage.Consumer
 }
 
 // errNotApplied: ingest has not decided the session up to the trigger yet.
@@ -132,11 +136,10 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 		return nil, err
 	}
 	if !cfg.NoConsumers {
-		if err := events.EnsureConsumers(ctx, js, topo.TurnsStream(), topo.ExtractorEndConsumerConfig()); err != nil {
-			return nil, err
-		}
-		if err := events.EnsureConsumers(ctx, js, topo.SummaryStream(), topo.ExtractorSummaryConsumerConfig()); err != nil {
-			return nil, err
+		for _, c := range Consumers(topo) {
+			if err := events.EnsureConsumers(ctx, js, c.Stream, c.Config); err != nil {
+				return nil, err
+			}
 		}
 	}
 	// Corrupt values in the buckets (another owner's, or undecodable) are logged, counted and
@@ -154,7 +157,7 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 		return k.Tenant, k.Session
 	}
 	w.ends = worker.New(worker.Config{
-		Name: "extractor-ends", Stream: topo.TurnsStream(), Consumer: topo.ExtractorEndConsumer(),
+		Name: "extractor-ends", Stream: topo.TurnsStream(), Consumer: EndConsumerName(topo),
 		Concurrency: cfg.Concurrency, MaxDeliver: events.WorkerMaxDeliver, Place: place, Backoff: cfg.Backoff,
 		Metrics: cfg.Metrics,
 	}, js, dlq, worker.Dispatch{
@@ -165,7 +168,7 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 		Routes: []worker.Route{worker.On(events.TypeEndApplied, w.handleEnd)},
 	}.Handler(), log)
 	w.sums = worker.New(worker.Config{
-		Name: "extractor-summaries", Stream: topo.SummaryStream(), Consumer: topo.ExtractorSummaryConsumer(),
+		Name: "extractor-summaries", Stream: topo.SummaryStream(), Consumer: SummaryConsumerName(topo),
 		Concurrency: cfg.Concurrency, MaxDeliver: events.WorkerMaxDeliver, Place: place, Backoff: cfg.Backoff,
 		Metrics: cfg.Metrics,
 	}, js, dlq, worker.Dispatch{

@@ -177,12 +177,12 @@ func (w *Worker) forgetPass(ctx context.Context, tenant, user string, counts map
 // streamMarks returns the last sequence of each stream an embedder consumer reads.
 func (w *Worker) streamMarks(ctx context.Context) (map[string]uint64, error) {
 	marks := map[string]uint64{}
-	for stream := range w.cfg.Topology.EmbedderConsumerConfigs() {
-		last, err := w.streamLast(ctx, stream)
+	for _, c := range w.cfg.ForgetWaits {
+		last, err := w.streamLast(ctx, c.Stream)
 		if err != nil {
 			return nil, err
 		}
-		marks[stream] = last
+		marks[c.Stream] = last
 	}
 	return marks, nil
 }
@@ -196,7 +196,8 @@ func (w *Worker) streamMarks(ctx context.Context) (map[string]uint64, error) {
 // deployed) has nothing in flight.
 func (w *Worker) awaitEmbedders(ctx context.Context, marks map[string]uint64, deadline time.Time) error {
 	pause := 20 * time.Millisecond
-	for stream, cfg := range w.cfg.Topology.EmbedderConsumerConfigs() {
+	for _, c := range w.cfg.ForgetWaits {
+		stream, cfg := c.Stream, c.Config
 		for {
 			done, err := w.embedderDone(ctx, stream, cfg.Durable, marks[stream])
 			if err != nil {

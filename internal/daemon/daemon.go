@@ -149,10 +149,15 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Daemon, error)
 	sh := &stage.Shared{NC: d.nc, JS: js, Topology: cfg.Topology, Metrics: cfg.Metrics, Tracer: cfg.Tracer, Log: log,
 		Chat: chat, Embedder: emb, Stages: all}
 	var runners []stage.Runner
+	names := map[string]bool{}
 	for _, st := range all {
 		if err := st.Validate(); err != nil {
 			return fail(err)
 		}
+		if names[st.Name] {
+			return fail(fmt.Errorf("stage %s is listed twice", st.Name))
+		}
+		names[st.Name] = true
 		if !st.Running(sh) {
 			// The consumers of an earlier run would only pile up (and stall whoever waits for
 			// every consumer of a stream to be done).

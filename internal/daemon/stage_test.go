@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
+	"github.com/agentmem/agentmem/internal/broker"
 	"github.com/agentmem/agentmem/internal/daemon"
 	"github.com/agentmem/agentmem/internal/daemon/daemontest"
 	"github.com/agentmem/agentmem/internal/ingest"
@@ -147,4 +149,23 @@ func hasSeries(f metricstest.Families, name, label, value string) bool {
 		}
 	}
 	return false
+}
+
+// TestStagesAreChecked: a stage without Build, or one listed twice, stops the daemon at start.
+func TestStagesAreChecked(t *testing.T) {
+	var counter *turnCounter
+	example := turnCountStage(&counter, 1)
+	for name, list := range map[string][]stage.Stage{
+		"twice":    {example, example},
+		"no build": {{Name: "nothing"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d, err := daemon.Start(context.Background(), daemon.Config{
+				Broker: broker.Config{Listen: freePort(t), DataDir: t.TempDir()}, Stages: list}, zerolog.Nop())
+			if err == nil {
+				_ = d.Stop()
+				t.Fatal("the daemon started")
+			}
+		})
+	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmem/agentmem/internal/broker/brokertest"
+	"github.com/agentmem/agentmem/internal/compress"
 	"github.com/agentmem/agentmem/internal/llm/llmtest"
 	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/pkg/client"
@@ -484,7 +485,7 @@ func TestFaults(t *testing.T) {
 	// The compressions finish, and none asked the model again what an earlier attempt got an
 	// answer to: each distinct request is answered once, twice only when the killed compressor
 	// died with it in flight.
-	cons, err := js.Consumer(ctx, topo.PressureStream(), topo.CompressorConsumer())
+	cons, err := js.Consumer(ctx, topo.PressureStream(), compress.ConsumerName(topo))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -143,7 +143,7 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 	}
 	topo := cfg.Topology
 	if !cfg.NoConsumer {
-		if err := events.EnsureConsumers(ctx, js, topo.PressureStream(), topo.CompressorConsumerConfig()); err != nil {
+		if err := events.EnsureConsumers(ctx, js, topo.PressureStream(), ConsumerConfig(topo)); err != nil {
 			return nil, err
 		}
 	}
@@ -171,7 +171,7 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 		w.llm = summarize.New(cfg.Summarize, w.memo, model)
 	}
 	w.run = worker.New(worker.Config{
-		Name: "compressor", Stream: topo.PressureStream(), Consumer: topo.CompressorConsumer(),
+		Name: "compressor", Stream: topo.PressureStream(), Consumer: ConsumerName(topo),
 		Concurrency: cfg.Concurrency, MaxDeliver: events.WorkerMaxDeliver, Timeout: cfg.Timeout, Backoff: cfg.Backoff,
 		Place: func(m worker.Subjected) (string, string) {
 			t, s, _ := parsePressureSubject(m.Subject())

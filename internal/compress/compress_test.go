@@ -458,7 +458,7 @@ func TestRedeliveredPressureMakesOneSummaryAndNoNewCalls(t *testing.T) {
 		}
 		return info.State.Msgs
 	}
-	cons, err := p.env.JS.Consumer(ctx, p.topo.PressureStream(), p.topo.CompressorConsumer())
+	cons, err := p.env.JS.Consumer(ctx, p.topo.PressureStream(), compress.ConsumerName(p.topo))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -521,7 +521,7 @@ func TestCompressionWaitsForThePreviousSummaryWithoutRedelivery(t *testing.T) {
 	if prs[1].EntryIDs[0] != prs[0].SummaryID {
 		t.Fatalf("the second pressure event names %v first, want the first summary %s", prs[1].EntryIDs[0], prs[0].SummaryID)
 	}
-	cons, err := p.env.JS.Consumer(ctx, p.topo.PressureStream(), p.topo.CompressorConsumer())
+	cons, err := p.env.JS.Consumer(ctx, p.topo.PressureStream(), compress.ConsumerName(p.topo))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,8 @@ import (
 	"github.com/agentmem/agentmem/internal/llm"
 	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/internal/retrieve"
+	"github.com/agentmem/agentmem/internal/stage"
+	"github.com/agentmem/agentmem/internal/stages"
 	"github.com/agentmem/agentmem/pkg/events"
 )
 
@@ -60,6 +62,10 @@ type Config struct {
 	// Tracer, when not nil, makes the spans of every worker (see package tracing); the LLM and
 	// embedding calls become children of the span that makes them.
 	Tracer trace.TracerProvider
+	// Stages are the stages the daemon runs, in order (package stage). Nil runs every stage of
+	// the registry (package stages) with the settings above; a list given here carries its own
+	// settings, and Ingest, Retrieve, Compress, Extract and Embed are ignored then.
+	Stages []stage.Stage
 }
 
 // Daemon is a running all-in-one process.
@@ -82,13 +88,7 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Daemon, error)
 	if err := cfg.Topology.Validate(); err != nil {
 		return nil, err
 	}
-	cfg.Ingest.Topology, cfg.Retrieve.Topology = cfg.Topology, cfg.Topology
-	cfg.Compress.Topology, cfg.Extract.Topology = cfg.Topology, cfg.Topology
-	cfg.Embed.Topology, cfg.Embed.Metrics = cfg.Topology, cfg.Metrics
-	cfg.Ingest.Metrics, cfg.Retrieve.Metrics, cfg.Compress.Metrics = cfg.Metrics, cfg.Metrics, cfg.Metrics
-	cfg.Extract.Metrics, cfg.LLM.Metrics = cfg.Metrics, cfg.Metrics
-	cfg.Ingest.Tracer, cfg.Retrieve.Tracer = cfg.Tracer, cfg.Tracer
-	cfg.Compress.Tracer, cfg.Extract.Tracer = cfg.Tracer, cfg.Tracer
+	cfg.LLM.Metrics = cfg.Metrics
 	if cfg.Compress.Tokenizer == "" {
 		// Summaries are capped at what ingest accounts them at, so they count as ingest does.
 		cfg.Compress.Tokenizer = cfg.Ingest.Tokenizer
@@ -131,59 +131,63 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Daemon, error)
 	if err := cfg.Metrics.Register(metrics.LagCollector(js, cfg.Topology, nil, 5*time.Second)); err != nil {
 		return fail(fmt.Errorf("registering the consumer lag collector: %w", err))
 	}
-	in, err := ingest.New(setup, cfg.Ingest, js, log)
-	if err != nil {
-		return fail(err)
-	}
-	rt, err := retrieve.New(setup, cfg.Retrieve, d.nc, js, log)
-	if err != nil {
-		return fail(err)
-	}
-	var compChat compress.Chat
-	var extChat extract.Chat
-	model := ""
-	if chat != nil {
-		compChat, extChat, model = chat, chat, chat.Model()
-	}
-	cp, err := compress.New(setup, cfg.Compress, js, compChat, model, log)
-	if err != nil {
-		return fail(err)
-	}
-	ex, err := extract.New(setup, cfg.Extract, js, extChat, model, log)
-	if err != nil {
-		return fail(err)
-	}
-	var em *embedder.Worker
+	var emb embed.Embedder
 	if cfg.Retrieve.Embedder != nil {
-		stage := cfg.Embedder
-		if stage == nil {
-			stage = cfg.Retrieve.Embedder
+		emb = cfg.Embedder
+		if emb == nil {
+			emb = cfg.Retrieve.Embedder
 		}
-		if stage.Name() != cfg.Retrieve.Embedder.Name() {
-			return fail(fmt.Errorf("the embedding stage embeds with %s, the retriever with %s: they must be the same model", stage.Name(), cfg.Retrieve.Embedder.Name()))
+		if emb.Name() != cfg.Retrieve.Embedder.Name() {
+			return fail(fmt.Errorf("the embedding stage embeds with %s, the retriever with %s: they must be the same model", emb.Name(), cfg.Retrieve.Embedder.Name()))
 		}
-		if em, err = embedder.New(setup, cfg.Embed, js, stage, log); err != nil {
+	}
+	all := cfg.Stages
+	if all == nil {
+		all = stages.All(stages.Configs{Ingest: cfg.Ingest, Retrieve: cfg.Retrieve, Compress: cfg.Compress,
+			Extract: cfg.Extract, Embed: cfg.Embed})
+	}
+	sh := &stage.Shared{NC: d.nc, JS: js, Topology: cfg.Topology, Metrics: cfg.Metrics, Tracer: cfg.Tracer, Log: log,
+		Chat: chat, Embedder: emb, Stages: all}
+	var runners []stage.Runner
+	names := map[string]bool{}
+	for _, st := range all {
+		if err := st.Validate(); err != nil {
 			return fail(err)
 		}
-	} else if err := embedder.RemoveConsumers(setup, js, cfg.Topology); err != nil {
-		// Without an embedder the consumers of an earlier run would only pile up (and stall
-		// whoever waits for every consumer of the turns stream to be done).
-		return fail(err)
+		if names[st.Name] {
+			return fail(fmt.Errorf("stage %s is listed twice", st.Name))
+		}
+		names[st.Name] = true
+		if !st.Running(sh) {
+			// The consumers of an earlier run would only pile up (and stall whoever waits for
+			// every consumer of a stream to be done).
+			if err := st.RemoveConsumers(setup, js, cfg.Topology); err != nil {
+				return fail(err)
+			}
+			continue
+		}
+		r, err := st.Build(setup, sh)
+		if err != nil {
+			return fail(err)
+		}
+		if in, ok := r.(*ingest.Worker); ok {
+			d.ingest = in
+		}
+		runners = append(runners, r)
 	}
-	d.ingest = in
 	runCtx, cancel := context.WithCancel(ctx)
 	d.cancel = cancel
-	if err := rt.Start(runCtx); err != nil {
-		cancel()
-		return fail(err)
+	for _, r := range runners {
+		if s, ok := r.(stage.Starter); ok {
+			if err := s.Start(runCtx); err != nil {
+				cancel()
+				return fail(err)
+			}
+		}
 	}
 	g, gctx := errgroup.WithContext(runCtx)
-	g.Go(func() error { return in.Run(gctx) })
-	g.Go(func() error { return rt.Run(gctx) })
-	g.Go(func() error { return cp.Run(gctx) })
-	g.Go(func() error { return ex.Run(gctx) })
-	if em != nil {
-		g.Go(func() error { return em.Run(gctx) })
+	for _, r := range runners {
+		g.Go(func() error { return r.Run(gctx) })
 	}
 	go func() {
 		err := g.Wait()

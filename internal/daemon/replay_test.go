@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentmem/agentmem/internal/broker"
 	"github.com/agentmem/agentmem/internal/daemon"
+	"github.com/agentmem/agentmem/internal/extract"
 	"github.com/agentmem/agentmem/internal/ingest"
 	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/session"
@@ -108,7 +109,7 @@ func TestReplayRebuildsTheLiveMemory(t *testing.T) {
 				return fmt.Errorf("%s: ended=%t awaiting=%v pressures=%d", s, h.Ended, !h.AwaitingSince.IsZero(), h.Pressures)
 			}
 		}
-		for stream, name := range map[string]string{topo.TurnsStream(): topo.ExtractorEndConsumer(), topo.SummaryStream(): topo.ExtractorSummaryConsumer()} {
+		for stream, name := range map[string]string{topo.TurnsStream(): extract.EndConsumerName(topo), topo.SummaryStream(): extract.SummaryConsumerName(topo)} {
 			c, err := js.Consumer(ctx, stream, name)
 			if err != nil {
 				return err

@@ -144,7 +144,7 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, emb embed.Embe
 	if err != nil {
 		return nil, err
 	}
-	ccs := topo.EmbedderConsumerConfigs()
+	ccs := consumerConfigs(topo)
 	for stream, cc := range ccs {
 		if err := events.EnsureConsumers(ctx, js, stream, cc); err != nil {
 			return nil, err
@@ -201,20 +201,6 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, emb embed.Embe
 		}, js, dlq, h.handler, log))
 	}
 	return w, nil
-}
-
-// RemoveConsumers deletes the stage's consumers, if they exist: for a process that runs every
-// worker (memoryd) and was started without an embedder, so that no consumer is left without a
-// worker. An embedder started later creates them again and goes through the streams from the
-// start, embedding only what has no vector.
-func RemoveConsumers(ctx context.Context, js jetstream.JetStream, topo events.Topology) error {
-	for stream, cc := range topo.EmbedderConsumerConfigs() {
-		err := js.DeleteConsumer(ctx, stream, cc.Durable)
-		if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) && !errors.Is(err, jetstream.ErrStreamNotFound) {
-			return fmt.Errorf("removing consumer %q: %w", cc.Durable, err)
-		}
-	}
-	return nil
 }
 
 // Model is the name of the embedding model the stage stores vectors of.

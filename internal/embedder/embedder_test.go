@@ -25,6 +25,7 @@ import (
 	"github.com/agentmem/agentmem/internal/daemon/daemontest"
 	"github.com/agentmem/agentmem/internal/embed"
 	"github.com/agentmem/agentmem/internal/embedder"
+	"github.com/agentmem/agentmem/internal/extract"
 	"github.com/agentmem/agentmem/internal/ingest"
 	"github.com/agentmem/agentmem/internal/llm"
 	"github.com/agentmem/agentmem/internal/llm/llmtest"
@@ -194,7 +195,7 @@ func caughtUp(t *testing.T, js jetstream.JetStream, filter string, want int) fun
 func extracted(t *testing.T, js jetstream.JetStream) bool {
 	t.Helper()
 	topo := events.DefaultTopology()
-	lags, err := metrics.ConsumerLag(context.Background(), js, topo, func(_, c string) bool { return c == topo.ExtractorEndConsumer() })
+	lags, err := metrics.ConsumerLag(context.Background(), js, topo, func(_, c string) bool { return c == extract.EndConsumerName(topo) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -469,7 +470,7 @@ func TestLastDeliveryIsDeadLettered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Contains(msg.Data, []byte(events.DefaultTopology().EmbedderTurnsConsumer())) || !bytes.Contains(msg.Data, []byte("500 Internal Server Error")) {
+	if !bytes.Contains(msg.Data, []byte(embedder.TurnsConsumerName(events.DefaultTopology()))) || !bytes.Contains(msg.Data, []byte("500 Internal Server Error")) {
 		t.Fatalf("dead letter %s: want the embedder's consumer and the endpoint's error", msg.Data)
 	}
 	checkFor(t, 30*time.Second, "no lag", stageDone(t, js))
@@ -494,8 +495,8 @@ func TestRedeliveryAndReplayEmbedNothingTwice(t *testing.T) {
 
 	// Replay: the consumers start over from the first message of each stream.
 	ctx, cancel := context.WithCancel(context.Background())
-	for stream, cc := range topo.EmbedderConsumerConfigs() {
-		if err := js.DeleteConsumer(ctx, stream, cc.Durable); err != nil {
+	for _, c := range embedder.Consumers(topo) {
+		if err := js.DeleteConsumer(ctx, c.Stream, c.Name()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -565,7 +566,7 @@ func TestForgetOutwaitsAnEmbeddingInFlight(t *testing.T) {
 	// The model answers once forget asks whether the stage is done with the turns (so after its
 	// first pass), or, if forget does not ask, once it has answered.
 	topo := events.DefaultTopology()
-	asked, err := nc.SubscribeSync("$JS.API.CONSUMER.INFO." + topo.TurnsStream() + "." + topo.EmbedderTurnsConsumer())
+	asked, err := nc.SubscribeSync("$JS.API.CONSUMER.INFO." + topo.TurnsStream() + "." + embedder.TurnsConsumerName(topo))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,6 +38,7 @@ import (
 	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/internal/session"
+	"github.com/agentmem/agentmem/internal/stage"
 	"github.com/agentmem/agentmem/internal/tracing"
 	"github.com/agentmem/agentmem/internal/usage"
 	"github.com/agentmem/agentmem/internal/vectors"
@@ -75,6 +76,9 @@ type Config struct {
 	// Tracer makes a span of every extraction (child of the trigger's traceparent, linked to
 	// the traces of the turns it reads); nil makes none.
 	Tracer trace.TracerProvider
+	// ForgetWaits are the consumers that may still write a user's data after a forget began
+	// (stage.ForgetWaits): a forget waits until each has acknowledged what its stream held then.
+	ForgetWaits []stage.Consumer
 }
 
 // errNotApplied: ingest has not decided the session up to the trigger yet.
@@ -138,22 +142,22 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 		return nil, err
 	}
 	if !cfg.NoConsumers {
-		if err := events.EnsureConsumers(ctx, js, topo.TurnsStream(), topo.ExtractorEndConsumerConfig()); err != nil {
-			return nil, err
-		}
-		if err := events.EnsureConsumers(ctx, js, topo.SummaryStream(), topo.ExtractorSummaryConsumerConfig()); err != nil {
-			return nil, err
+		for _, c := range Consumers(topo) {
+			if err := events.EnsureConsumers(ctx, js, c.Stream, c.Config); err != nil {
+				return nil, err
+			}
 		}
 	}
 	// Corrupt values in the buckets (another owner's, or undecodable) are logged, counted and
 	// read as absent.
 	rep := integrity.NewReporter(cfg.Metrics, log.With().Str("component", "extractor").Logger())
 	store, sessions, us, vs = store.Instrument(rep), sessions.Instrument(rep), us.Instrument(rep), vs.Instrument(rep)
-	// The extractor serves forget (Run). It waits for the embedding stage's consumers: what they
-	// have in flight when a forget begins is stored after its first pass.
+	// The extractor serves forget (Run). It waits for the consumers of ForgetWaits (the
+	// embedding stage's): what they have in flight when a forget begins is stored after its
+	// first pass.
 	var waits []forget.Consumer
-	for stream, cc := range topo.EmbedderConsumerConfigs() {
-		waits = append(waits, forget.Consumer{Stream: stream, Name: cc.Durable})
+	for _, c := range cfg.ForgetWaits {
+		waits = append(waits, forget.Consumer{Stream: c.Stream, Name: c.Name()})
 	}
 	fs, err := forget.New(forget.Config{Topology: topo, Source: cfg.Source, Tokenizer: cfg.Tokenizer, Waits: waits, Metrics: cfg.Metrics},
 		js, forget.Stores{Long: store, Sessions: sessions, Usage: us, Vectors: vs}, log.With().Str("component", "forget").Logger())
@@ -171,7 +175,7 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 		return k.Tenant, k.Session
 	}
 	w.ends = worker.New(worker.Config{
-		Name: "extractor-ends", Stream: topo.TurnsStream(), Consumer: topo.ExtractorEndConsumer(),
+		Name: "extractor-ends", Stream: topo.TurnsStream(), Consumer: EndConsumerName(topo),
 		Concurrency: cfg.Concurrency, MaxDeliver: events.WorkerMaxDeliver, Place: place, Backoff: cfg.Backoff,
 		Metrics: cfg.Metrics,
 	}, js, dlq, worker.Dispatch{
@@ -183,7 +187,7 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 		Tracer: w.tracer,
 	}.Handler(), log)
 	w.sums = worker.New(worker.Config{
-		Name: "extractor-summaries", Stream: topo.SummaryStream(), Consumer: topo.ExtractorSummaryConsumer(),
+		Name: "extractor-summaries", Stream: topo.SummaryStream(), Consumer: SummaryConsumerName(topo),
 		Concurrency: cfg.Concurrency, MaxDeliver: events.WorkerMaxDeliver, Place: place, Backoff: cfg.Backoff,
 		Metrics: cfg.Metrics,
 	}, js, dlq, worker.Dispatch{

@@ -132,10 +132,10 @@ func (e *env) drained() {
 	ctx := context.Background()
 	var consumers [][2]string
 	for p := range e.topo.Partitions {
-		consumers = append(consumers, [2]string{e.topo.TurnsStream(), e.topo.IngestConsumer(p)})
+		consumers = append(consumers, [2]string{e.topo.TurnsStream(), ingest.TurnsConsumerName(e.topo, p)})
 	}
-	consumers = append(consumers, [2]string{e.topo.TurnsStream(), e.topo.ExtractorEndConsumer()},
-		[2]string{e.topo.SummaryStream(), e.topo.ExtractorSummaryConsumer()})
+	consumers = append(consumers, [2]string{e.topo.TurnsStream(), extract.EndConsumerName(e.topo)},
+		[2]string{e.topo.SummaryStream(), extract.SummaryConsumerName(e.topo)})
 	brokertest.CheckFor(e.t, 15*time.Second, 20*time.Millisecond, func() error {
 		for _, sc := range consumers {
 			stream, name := sc[0], sc[1]
@@ -362,7 +362,7 @@ func TestExtractorsReadOnlyAppliedEnds(t *testing.T) {
 	e.facts("acme", "alice", 1)
 	e.drained()
 	ctx := context.Background()
-	c, err := e.env.JS.Consumer(ctx, e.topo.TurnsStream(), e.topo.ExtractorEndConsumer())
+	c, err := e.env.JS.Consumer(ctx, e.topo.TurnsStream(), extract.EndConsumerName(e.topo))
 	if err != nil {
 		t.Fatal(err)
 	}

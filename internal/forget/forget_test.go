@@ -129,10 +129,10 @@ func (e *env) drained() {
 	ctx := context.Background()
 	var consumers [][2]string
 	for p := range e.topo.Partitions {
-		consumers = append(consumers, [2]string{e.topo.TurnsStream(), e.topo.IngestConsumer(p)})
+		consumers = append(consumers, [2]string{e.topo.TurnsStream(), ingest.TurnsConsumerName(e.topo, p)})
 	}
-	consumers = append(consumers, [2]string{e.topo.TurnsStream(), e.topo.ExtractorEndConsumer()},
-		[2]string{e.topo.SummaryStream(), e.topo.ExtractorSummaryConsumer()})
+	consumers = append(consumers, [2]string{e.topo.TurnsStream(), extract.EndConsumerName(e.topo)},
+		[2]string{e.topo.SummaryStream(), extract.SummaryConsumerName(e.topo)})
 	brokertest.CheckFor(e.t, 15*time.Second, 20*time.Millisecond, func() error {
 		for _, sc := range consumers {
 			stream, name := sc[0], sc[1]

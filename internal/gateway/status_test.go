@@ -15,6 +15,7 @@ import (
 	"github.com/agentmem/agentmem/internal/broker/brokertest"
 	"github.com/agentmem/agentmem/internal/deadletter"
 	"github.com/agentmem/agentmem/internal/gateway"
+	"github.com/agentmem/agentmem/internal/ingest"
 	"github.com/agentmem/agentmem/pkg/events"
 )
 
@@ -88,16 +89,16 @@ func (e *env) pauseIngest(t *testing.T) (resume func()) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for p := range e.topo.Partitions {
-		if _, err := e.js.PauseConsumer(ctx, e.topo.TurnsStream(), e.topo.IngestConsumer(p), time.Now().Add(time.Hour)); err != nil {
-			t.Fatalf("pausing %s: %v", e.topo.IngestConsumer(p), err)
+		if _, err := e.js.PauseConsumer(ctx, e.topo.TurnsStream(), ingest.TurnsConsumerName(e.topo, p), time.Now().Add(time.Hour)); err != nil {
+			t.Fatalf("pausing %s: %v", ingest.TurnsConsumerName(e.topo, p), err)
 		}
 	}
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		for p := range e.topo.Partitions {
-			if _, err := e.js.ResumeConsumer(ctx, e.topo.TurnsStream(), e.topo.IngestConsumer(p)); err != nil {
-				t.Fatalf("resuming %s: %v", e.topo.IngestConsumer(p), err)
+			if _, err := e.js.ResumeConsumer(ctx, e.topo.TurnsStream(), ingest.TurnsConsumerName(e.topo, p)); err != nil {
+				t.Fatalf("resuming %s: %v", ingest.TurnsConsumerName(e.topo, p), err)
 			}
 		}
 	}

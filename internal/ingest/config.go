@@ -79,7 +79,7 @@ type Config struct {
 	// MemberTTL is how long a member that stopped its heartbeats keeps its partitions (default 6s).
 	MemberTTL time.Duration
 	// Heartbeat is how often a batch still being handled sends InProgress for its messages
-	// (default a third of events.IngestAckWait).
+	// (default a third of AckWait).
 	Heartbeat time.Duration
 	static    bool
 	// CachedSessions bounds the sessions each partition keeps in memory (default 1,024).
@@ -101,7 +101,7 @@ func (c Config) heartbeat() time.Duration {
 	if c.Heartbeat > 0 {
 		return c.Heartbeat
 	}
-	return events.IngestAckWait / 3
+	return AckWait / 3
 }
 
 func (c Config) withDefaults() Config {
@@ -181,8 +181,8 @@ func (c Config) Validate() error {
 		return errors.New("ingest: summary tokens must be positive")
 	case c.MaxContentBytes < 1:
 		return errors.New("ingest: max content bytes must be positive")
-	case c.BatchSize < 1 || c.BatchSize > events.IngestMaxAckPending:
-		return fmt.Errorf("ingest: batch size %d must be within 1-%d", c.BatchSize, events.IngestMaxAckPending)
+	case c.BatchSize < 1 || c.BatchSize > MaxAckPending:
+		return fmt.Errorf("ingest: batch size %d must be within 1-%d", c.BatchSize, MaxAckPending)
 	case c.CachedSessions < 1:
 		return errors.New("ingest: cached sessions must be positive")
 	case c.MemberTTL < 300*time.Millisecond:

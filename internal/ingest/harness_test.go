@@ -229,7 +229,7 @@ func TestStaticWorkerUnpinsOnStop(t *testing.T) {
 		var out []string
 		ctx := context.Background()
 		for p := range h.topo.Partitions {
-			for stream, consumer := range map[string]string{h.topo.TurnsStream(): h.topo.IngestConsumer(p), h.topo.SummaryStream(): h.topo.IngestSummaryConsumer(p)} {
+			for stream, consumer := range map[string]string{h.topo.TurnsStream(): ingest.TurnsConsumerName(h.topo, p), h.topo.SummaryStream(): ingest.SummaryConsumerName(h.topo, p)} {
 				c, err := h.env.JS.Consumer(ctx, stream, consumer)
 				if err != nil {
 					t.Fatal(err)

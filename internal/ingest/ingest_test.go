@@ -237,11 +237,11 @@ func TestCrashedWorkerTurnsAppliedInOrderByNextWorker(t *testing.T) {
 	defer cancel()
 	taken := 0
 	for p := range h.topo.Partitions {
-		cons, err := crashJS.Consumer(ctx, h.topo.TurnsStream(), h.topo.IngestConsumer(p))
+		cons, err := crashJS.Consumer(ctx, h.topo.TurnsStream(), ingest.TurnsConsumerName(h.topo, p))
 		if err != nil {
 			t.Fatal(err)
 		}
-		batch, err := cons.Fetch(5, jetstream.FetchMaxWait(time.Second), jetstream.FetchPriorityGroup(events.IngestPriorityGroup))
+		batch, err := cons.Fetch(5, jetstream.FetchMaxWait(time.Second), jetstream.FetchPriorityGroup(ingest.PriorityGroup))
 		if err != nil {
 			t.Fatal(err)
 		}

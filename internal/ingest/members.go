@@ -250,12 +250,12 @@ func (w *Worker) unpin(p int) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	topo := w.cfg.Topology
-	for stream, consumer := range map[string]string{topo.TurnsStream(): topo.IngestConsumer(p), topo.SummaryStream(): topo.IngestSummaryConsumer(p)} {
+	for stream, consumer := range map[string]string{topo.TurnsStream(): TurnsConsumerName(topo, p), topo.SummaryStream(): SummaryConsumerName(topo, p)} {
 		s, err := w.js.Stream(ctx, stream)
 		if err != nil {
 			continue
 		}
-		if err := s.UnpinConsumer(ctx, consumer, events.IngestPriorityGroup); err != nil && !isNotPinned(err) {
+		if err := s.UnpinConsumer(ctx, consumer, PriorityGroup); err != nil && !isNotPinned(err) {
 			w.log.Debug().Err(err).Str("consumer", consumer).Msg("unpinning")
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmem/agentmem/internal/broker/brokertest"
+	"github.com/agentmem/agentmem/internal/ingest"
 	"github.com/agentmem/agentmem/pkg/events"
 )
 
@@ -57,7 +58,7 @@ func BenchmarkIngestProcesses(b *testing.B) {
 				publishAll(b, js, msgs)
 				brokertest.CheckFor(b, 120*time.Second, 10*time.Millisecond, func() error {
 					for p := range topo.Partitions {
-						c, err := js.Consumer(ctx, topo.TurnsStream(), topo.IngestConsumer(p))
+						c, err := js.Consumer(ctx, topo.TurnsStream(), ingest.TurnsConsumerName(topo, p))
 						if err != nil {
 							return err
 						}

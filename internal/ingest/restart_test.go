@@ -55,7 +55,7 @@ func TestPartitionThatCannotStartIsStartedAgain(t *testing.T) {
 			}
 			// The partition of session s1 loses its turns consumer before the worker starts it.
 			p := events.Partition("acme", "s1", topo.Partitions)
-			if err := env.JS.DeleteConsumer(ctx, topo.TurnsStream(), topo.IngestConsumer(p)); err != nil {
+			if err := env.JS.DeleteConsumer(ctx, topo.TurnsStream(), ingest.TurnsConsumerName(topo, p)); err != nil {
 				t.Fatal(err)
 			}
 			runCtx, stop := context.WithCancel(context.Background())

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmem/agentmem/internal/broker/brokertest"
+	"github.com/agentmem/agentmem/internal/ingest"
 	"github.com/agentmem/agentmem/pkg/events"
 )
 
@@ -43,9 +44,9 @@ func TestEnsureRacesOnAFreshCluster(t *testing.T) {
 				_, err = events.EnsureBucket(ctx, js, jetstream.KeyValueConfig{Bucket: "AGENTMEM_INGEST_MEMBERS", TTL: 6 * time.Second, Replicas: 3})
 			}
 			if err == nil { // the durable consumers every ingest process creates
-				ccs := []jetstream.ConsumerConfig{topo.MalformedConsumerConfig()}
+				ccs := []jetstream.ConsumerConfig{ingest.MalformedConsumerConfig(topo)}
 				for p := range topo.Partitions {
-					ccs = append(ccs, topo.IngestConsumerConfig(p))
+					ccs = append(ccs, ingest.TurnsConsumerConfig(topo, p))
 				}
 				err = events.EnsureConsumers(ctx, js, topo.TurnsStream(), ccs...)
 			}

@@ -100,7 +100,7 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, log zerolog.Lo
 	w.idle = newIdleTracker(w)
 	// A session waits while its turn is retried: the backoff stays short.
 	w.runner = worker.NewOrdered(worker.OrderedConfig{
-		Name: "ingest", BatchSize: cfg.BatchSize, Buffer: events.IngestMaxAckPending, Groups: sessionConcurrency,
+		Name: "ingest", BatchSize: cfg.BatchSize, Buffer: MaxAckPending, Groups: sessionConcurrency,
 		Heartbeat: cfg.heartbeat(), Backoff: backoff, Metrics: cfg.Metrics,
 	}, js, w.dlq, log)
 	if cfg.NoConsumers {
@@ -113,10 +113,10 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, log zerolog.Lo
 	topo := cfg.Topology
 	var turns, sums []jetstream.ConsumerConfig
 	for _, p := range cfg.Partitions {
-		turns = append(turns, topo.IngestConsumerConfig(p))
-		sums = append(sums, topo.IngestSummaryConsumerConfig(p))
+		turns = append(turns, TurnsConsumerConfig(topo, p))
+		sums = append(sums, SummaryConsumerConfig(topo, p))
 	}
-	turns = append(turns, topo.MalformedConsumerConfig())
+	turns = append(turns, MalformedConsumerConfig(topo))
 	if err := events.EnsureConsumers(ctx, js, topo.TurnsStream(), turns...); err != nil {
 		return nil, err
 	}
@@ -279,14 +279,14 @@ func (w *Worker) runPartition(ctx context.Context, n int) error {
 	topo := w.cfg.Topology
 	summaries := w.summaryHandler(part)
 	return w.runner.Run(ctx, worker.Feed[events.TurnAddress]{
-		Stream: topo.TurnsStream(), Consumer: topo.IngestConsumer(n), PriorityGroup: events.IngestPriorityGroup,
+		Stream: topo.TurnsStream(), Consumer: TurnsConsumerName(topo, n), PriorityGroup: PriorityGroup,
 		Group: w.turnGroup, Handle: func(ctx context.Context, g []worker.Delivery[events.TurnAddress]) ([]error, error) {
 			return w.processSession(ctx, part, g)
 		},
 		Middleware: []worker.GroupMiddleware[events.TurnAddress]{worker.TimeoutGroup[events.TurnAddress](opTimeout)},
 		Batch:      w.turnBatch,
 	}, worker.Feed[session.Key]{
-		Stream: topo.SummaryStream(), Consumer: topo.IngestSummaryConsumer(n), PriorityGroup: events.IngestPriorityGroup,
+		Stream: topo.SummaryStream(), Consumer: SummaryConsumerName(topo, n), PriorityGroup: PriorityGroup,
 		Group: func(m jetstream.Msg) (session.Key, error) { return parseSummarySubject(m.Subject()) },
 		Handle: func(ctx context.Context, g []worker.Delivery[session.Key]) ([]error, error) {
 			return w.applySummaries(ctx, summaries, g), nil
@@ -320,7 +320,7 @@ func (w *Worker) turnBatch(n int) func() {
 // consumer of everything no partition consumer matches.
 func (w *Worker) runMalformed(ctx context.Context) error {
 	return w.runner.Run(ctx, worker.Feed[struct{}]{
-		Stream: w.cfg.Topology.TurnsStream(), Consumer: w.cfg.Topology.MalformedConsumer(),
+		Stream: w.cfg.Topology.TurnsStream(), Consumer: MalformedConsumerName(w.cfg.Topology),
 		Group: func(m jetstream.Msg) (struct{}, error) {
 			w.messages.Add(1)
 			w.rejected.Add(1)

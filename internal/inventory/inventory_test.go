@@ -208,12 +208,12 @@ func TestStatsPerTenant(t *testing.T) {
 		}
 		ingest0 := false
 		for _, l := range rep.Consumers {
-			if l.Consumer == e.topo.IngestConsumer(0) && l.Stream == e.topo.TurnsStream() {
+			if l.Consumer == ingest.TurnsConsumerName(e.topo, 0) && l.Stream == e.topo.TurnsStream() {
 				ingest0 = l.Pending == 0 && l.AckPending == 0
 			}
 		}
 		if !ingest0 {
-			t.Fatalf("consumers %+v: want %s with nothing pending", rep.Consumers, e.topo.IngestConsumer(0))
+			t.Fatalf("consumers %+v: want %s with nothing pending", rep.Consumers, ingest.TurnsConsumerName(e.topo, 0))
 		}
 	})
 	for _, want := range []inventory.Tenant{acme, acme2, beta} {

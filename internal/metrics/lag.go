@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -104,7 +105,7 @@ var (
 // none of them (no embedder has started).
 func EmbedLag(topo events.Topology, lags []Lag) (n uint64, ok bool) {
 	for _, l := range lags {
-		if l.Consumer == topo.EmbedderTurnsConsumer() || l.Consumer == topo.EmbedderSummaryConsumer() || l.Consumer == topo.EmbedderFactConsumer() {
+		if strings.HasPrefix(l.Consumer, topo.Prefix+"_embedder_") {
 			n += l.Pending + uint64(max(l.AckPending, 0))
 			ok = true
 		}

@@ -59,7 +59,7 @@ func BenchmarkColdLoad10k(b *testing.B) {
 	topo := events.DefaultTopology()
 	brokertest.CheckFor(b, 120*time.Second, 100*time.Millisecond, func() error {
 		for p := range topo.Partitions {
-			c, err := js.Consumer(ctx, topo.TurnsStream(), topo.IngestConsumer(p))
+			c, err := js.Consumer(ctx, topo.TurnsStream(), ingest.TurnsConsumerName(topo, p))
 			if err != nil {
 				return err
 			}

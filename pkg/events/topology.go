@@ -30,8 +30,9 @@ const (
 	DefaultDuplicateWindow = 10 * time.Minute
 )
 
-// Topology names and configures every stream, consumer and KV bucket agentmem uses. It is the one
-// place where they are declared; Ensure creates them idempotently. Prefix separates complete sets
+// Topology names and configures every stream and KV bucket agentmem uses, and gives the prefix
+// the stages name their consumers by (each stage declares its consumers, package stage).
+// Ensure creates the streams and buckets idempotently. Prefix separates complete sets
 // (a replay can build its own buckets next to the live ones); the subjects of the v1 contract stay
 // the same whatever the prefix.
 type Topology struct {
@@ -141,37 +142,6 @@ const MemoTTL = 24 * time.Hour
 // VectorBucket names the KV bucket of embeddings: one vector per entry and embedding model, key
 // "<tenant>.<user>.<model token>.<entry token>" (package embedder).
 func (t Topology) VectorBucket() string { return t.Prefix + "_VECTORS" }
-
-// EmbedderTurnsConsumer names the durable consumer of the turns stream the embedders share.
-func (t Topology) EmbedderTurnsConsumer() string { return t.Prefix + "_embedder_turns" }
-
-// EmbedderSummaryConsumer names the durable consumer of summaries the embedders share.
-func (t Topology) EmbedderSummaryConsumer() string { return t.Prefix + "_embedder_summaries" }
-
-// EmbedderFactConsumer names the durable consumer of fact events the embedders share.
-func (t Topology) EmbedderFactConsumer() string { return t.Prefix + "_embedder_facts" }
-
-// IngestSummaryConsumer names the durable consumer of summaries partition p (ingest applies them).
-func (t Topology) IngestSummaryConsumer(p int) string {
-	return fmt.Sprintf("%s_ingest_summaries_p%02d", t.Prefix, p)
-}
-
-// CompressorConsumer names the durable consumer of pressure events shared by every compressor.
-func (t Topology) CompressorConsumer() string { return t.Prefix + "_compressor" }
-
-// ExtractorEndConsumer names the durable consumer of the turns stream the extractors share (they
-// act on session ends).
-func (t Topology) ExtractorEndConsumer() string { return t.Prefix + "_extractor_ends" }
-
-// ExtractorSummaryConsumer names the durable consumer of summaries the extractors share.
-func (t Topology) ExtractorSummaryConsumer() string { return t.Prefix + "_extractor_summaries" }
-
-// IngestConsumer names the durable consumer of turns partition p.
-func (t Topology) IngestConsumer(p int) string { return fmt.Sprintf("%s_ingest_p%02d", t.Prefix, p) }
-
-// MalformedConsumer names the durable consumer of turns whose subject has the wrong shape
-// (the stream stores them untransformed; ingest dead-letters them).
-func (t Topology) MalformedConsumer() string { return t.Prefix + "_ingest_malformed" }
 
 // PartitionFilter is the stored-subject filter of partition p of the turns stream.
 func (t Topology) PartitionFilter(p int) string { return fmt.Sprintf("%d.memory.turns.*.*", p) }
@@ -306,74 +276,6 @@ func (t Topology) BucketConfigs() []jetstream.KeyValueConfig {
 	}
 }
 
-// IngestAckWait is how long a turn may stay unacknowledged before JetStream redelivers it: what
-// a killed ingest process held comes back after this long. A batch still being handled sends
-// InProgress every third of it; a redelivered copy of a turn already applied is acknowledged
-// and skipped.
-const IngestAckWait = 10 * time.Second
-
-// IngestPriorityGroup is the priority group of the partition consumers: with the pinned-client
-// policy JetStream delivers a partition to one ingest member at a time.
-const IngestPriorityGroup = "ingest"
-
-// IngestPinnedTTL is how long a member that stopped pulling stays pinned to a partition (how
-// long a dead member's partitions wait before another member is served).
-const IngestPinnedTTL = 5 * time.Second
-
-// IngestMaxAckPending bounds the turns one partition has in flight.
-const IngestMaxAckPending = 1024
-
-// IngestConsumerConfig is the durable consumer of turns partition p. Deliveries are unlimited:
-// a turn that cannot be applied for a transient reason stalls its session instead of being
-// skipped; bad input is terminated and dead-lettered by ingest itself.
-func (t Topology) IngestConsumerConfig(p int) jetstream.ConsumerConfig {
-	return jetstream.ConsumerConfig{
-		Durable:        t.IngestConsumer(p),
-		Description:    fmt.Sprintf("agentmem ingest, turns partition %d", p),
-		FilterSubject:  t.PartitionFilter(p),
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-		AckPolicy:      jetstream.AckExplicitPolicy,
-		AckWait:        IngestAckWait,
-		MaxDeliver:     -1,
-		MaxAckPending:  IngestMaxAckPending,
-		PriorityPolicy: jetstream.PriorityPolicyPinned,
-		PriorityGroups: []string{IngestPriorityGroup},
-		PinnedTTL:      IngestPinnedTTL,
-	}
-}
-
-// MalformedConsumerConfig is the durable consumer of turns published on a subject of the wrong
-// shape (they are never partitioned).
-func (t Topology) MalformedConsumerConfig() jetstream.ConsumerConfig {
-	return jetstream.ConsumerConfig{
-		Durable:       t.MalformedConsumer(),
-		Description:   "agentmem ingest: turns on malformed subjects, dead-lettered",
-		FilterSubject: TurnsSubjects,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       IngestAckWait,
-		MaxDeliver:    -1,
-		MaxAckPending: IngestMaxAckPending,
-	}
-}
-
-// IngestSummaryConsumerConfig is the durable consumer of summaries partition p.
-func (t Topology) IngestSummaryConsumerConfig(p int) jetstream.ConsumerConfig {
-	return jetstream.ConsumerConfig{
-		Durable:        t.IngestSummaryConsumer(p),
-		Description:    fmt.Sprintf("agentmem ingest, summaries partition %d", p),
-		FilterSubject:  t.SummaryPartitionFilter(p),
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-		AckPolicy:      jetstream.AckExplicitPolicy,
-		AckWait:        IngestAckWait,
-		MaxDeliver:     -1,
-		MaxAckPending:  IngestMaxAckPending,
-		PriorityPolicy: jetstream.PriorityPolicyPinned,
-		PriorityGroups: []string{IngestPriorityGroup},
-		PinnedTTL:      IngestPinnedTTL,
-	}
-}
-
 // WorkerAckWait is how long a compressor or extractor message may go without an acknowledgement
 // or a progress heartbeat before JetStream redelivers it (to another process if its worker died).
 // Running handlers send InProgress every WorkerAckWait/3.
@@ -382,66 +284,6 @@ const WorkerAckWait = 10 * time.Second
 // WorkerMaxDeliver is how often a pressure event or an extraction trigger is tried before it is
 // dead-lettered.
 const WorkerMaxDeliver = 8
-
-// CompressorConsumerConfig is the consumer of pressure events shared by every compressor.
-func (t Topology) CompressorConsumerConfig() jetstream.ConsumerConfig {
-	return jetstream.ConsumerConfig{
-		Durable:       t.CompressorConsumer(),
-		Description:   "agentmem compressors: pressure events",
-		FilterSubject: PressureSubjects,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       WorkerAckWait,
-		MaxDeliver:    WorkerMaxDeliver,
-		MaxAckPending: 256,
-	}
-}
-
-// ExtractorEndConsumerConfig is the consumer of the turns stream the extractors share.
-func (t Topology) ExtractorEndConsumerConfig() jetstream.ConsumerConfig {
-	return jetstream.ConsumerConfig{
-		Durable:       t.ExtractorEndConsumer(),
-		Description:   "agentmem extractors: session ends ingest applied",
-		FilterSubject: "memory.ended.*.*",
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       WorkerAckWait,
-		MaxDeliver:    WorkerMaxDeliver,
-		MaxAckPending: 1024,
-	}
-}
-
-// ExtractorSummaryConsumerConfig is the consumer of summaries the extractors share.
-func (t Topology) ExtractorSummaryConsumerConfig() jetstream.ConsumerConfig {
-	return jetstream.ConsumerConfig{
-		Durable:       t.ExtractorSummaryConsumer(),
-		Description:   "agentmem extractors: summaries",
-		FilterSubject: "*.memory.summaries.*.*",
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       WorkerAckWait,
-		MaxDeliver:    WorkerMaxDeliver,
-		MaxAckPending: 256,
-	}
-}
-
-// EmbedderConsumerConfigs are the consumers the embedders share, keyed by stream: applied turns
-// (the turns stream), summaries and fact events. Like the extractor's, a message is tried
-// WorkerMaxDeliver times and then dead-lettered.
-func (t Topology) EmbedderConsumerConfigs() map[string]jetstream.ConsumerConfig {
-	cc := func(name, desc, filter string, ackPending int) jetstream.ConsumerConfig {
-		return jetstream.ConsumerConfig{
-			Durable: name, Description: desc, FilterSubject: filter,
-			DeliverPolicy: jetstream.DeliverAllPolicy, AckPolicy: jetstream.AckExplicitPolicy,
-			AckWait: WorkerAckWait, MaxDeliver: WorkerMaxDeliver, MaxAckPending: ackPending,
-		}
-	}
-	return map[string]jetstream.ConsumerConfig{
-		t.TurnsStream():   cc(t.EmbedderTurnsConsumer(), "agentmem embedders: applied turns", "*.memory.turns.*.*", 1024),
-		t.SummaryStream(): cc(t.EmbedderSummaryConsumer(), "agentmem embedders: summaries", "*.memory.summaries.*.*", 256),
-		t.FactStream():    cc(t.EmbedderFactConsumer(), "agentmem embedders: facts", FactSubjects, 256),
-	}
-}
 
 // Ensure creates or updates every stream and bucket of t. It is idempotent and safe to run from
 // several processes at once. Consumers are created by the workers that consume them

@@ -1,0 +1,59 @@
+package retrieve
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/agentmem/agentmem/internal/stage"
+	"github.com/agentmem/agentmem/pkg/memory"
+)
+
+// Stage is the retriever as a stage with cfg: the micro service ServiceName, reading no
+// consumer. Its Topology, Metrics and Tracer are the shared ones, its Embedder the shared one
+// unless cfg names its own.
+func Stage(cfg Config) stage.Stage {
+	return stage.Stage{
+		Name:     "retriever",
+		Services: []string{ServiceName},
+		Build: func(ctx context.Context, sh *stage.Shared) (stage.Runner, error) {
+			cfg := cfg
+			cfg.Topology, cfg.Metrics, cfg.Tracer = sh.Topology, sh.Metrics, sh.Tracer
+			if cfg.Embedder == nil && sh.Embedder != nil {
+				cfg.Embedder = sh.Embedder
+			}
+			return New(ctx, cfg, sh.NC, sh.JS, sh.Log)
+		},
+		Command: &stage.Command{
+			Needs:      stage.NeedsBudget | stage.NeedsEmbedder | stage.NeedsLimits,
+			EmbedCache: true,
+			Flags:      bindFlags,
+		},
+	}
+}
+
+func bindFlags(fs *flag.FlagSet) func(stage.Options) (stage.Stage, error) {
+	decay := fs.String("decay", "linear:24h:0.5", "time decay of retrieval scores: linear:WINDOW:FLOOR, halflife:HALFLIFE:FLOOR or none")
+	prevModel := fs.String("embed-previous-model", "", "during a model change, the model of the same endpoint the stored vectors were made with: queries use it until memctl reembed has completed --embed-model (docs/vectors.md)")
+	return func(o stage.Options) (stage.Stage, error) {
+		d, err := memory.ParseDecay(*decay)
+		if err != nil {
+			return stage.Stage{}, fmt.Errorf("--decay: %w", err)
+		}
+		cfg := Config{Tokenizer: o.Tokenizer, Decay: d, Limits: o.Limits}
+		s := Stage(cfg)
+		if *prevModel == "" {
+			return s, nil
+		}
+		s.Build = func(ctx context.Context, sh *stage.Shared) (stage.Runner, error) {
+			// The same endpoint with the model the stored vectors were made with.
+			prev, err := o.EmbedModel(*prevModel)
+			if err != nil || prev == nil || sh.Embedder == nil || prev.Name() == sh.Embedder.Name() {
+				return nil, fmt.Errorf("--embed-previous-model %q: it needs --embed-base-url and a different --embed-model (%v)", *prevModel, err)
+			}
+			cfg.PreviousEmbedder = prev
+			return Stage(cfg).Build(ctx, sh)
+		}
+		return s, nil
+	}
+}

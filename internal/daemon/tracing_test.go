@@ -12,9 +12,11 @@ import (
 
 	"github.com/agentmem/agentmem/internal/broker"
 	"github.com/agentmem/agentmem/internal/daemon"
+	"github.com/agentmem/agentmem/internal/embed/wordvec"
 	"github.com/agentmem/agentmem/internal/ingest"
 	"github.com/agentmem/agentmem/internal/llm"
 	"github.com/agentmem/agentmem/internal/llm/llmtest"
+	"github.com/agentmem/agentmem/internal/retrieve"
 	"github.com/agentmem/agentmem/internal/tracing"
 	"github.com/agentmem/agentmem/internal/tracing/tracingtest"
 	"github.com/agentmem/agentmem/pkg/client"
@@ -48,11 +50,16 @@ func TestOneTraceFollowsATurn(t *testing.T) {
 
 	budget := memory.DefaultBudget()
 	budget.ContextWindow, budget.System, budget.Tools, budget.Response = 1000, 0, 0, 0
+	local, err := wordvec.New()
+	if err != nil {
+		t.Fatal(err)
+	}
 	d, err := daemon.Start(ctx, daemon.Config{
-		Broker: broker.Config{Listen: freePort(t), DataDir: t.TempDir()},
-		Ingest: ingest.Config{Budget: budget, SummaryTokens: 100, IdleTimeout: -1},
-		LLM:    llm.Config{Endpoint: llm.Endpoint{BaseURL: srv.URL, Model: "test-model", Timeout: 5 * time.Second}},
-		Tracer: server,
+		Broker:   broker.Config{Listen: freePort(t), DataDir: t.TempDir()},
+		Ingest:   ingest.Config{Budget: budget, SummaryTokens: 100, IdleTimeout: -1},
+		Retrieve: retrieve.Config{Embedder: local},
+		LLM:      llm.Config{Endpoint: llm.Endpoint{BaseURL: srv.URL, Model: "test-model", Timeout: 5 * time.Second}},
+		Tracer:   server,
 	}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +102,7 @@ func TestOneTraceFollowsATurn(t *testing.T) {
 	spans := col.Await(t, 30*time.Second, "every hop exported", func(s []tracingtest.Span) bool {
 		return count(s, "agentmem.ingest.turn") >= turns && count(s, "agentmem.ingest.session_end") >= 1 &&
 			count(s, "agentmem.ingest.summary") >= 1 && count(s, "agentmem.retrieve") >= 1 && count(s, "memory.retrieve") >= 1 &&
-			count(s, "agentmem.extract") >= 2 && count(s, "agentmem.compress") >= 1
+			count(s, "agentmem.extract") >= 2 && count(s, "agentmem.compress") >= 1 && count(s, "agentmem.embed") >= 2
 	})
 	byID := map[string]tracingtest.Span{}
 	for _, s := range spans {
@@ -188,6 +195,15 @@ func TestOneTraceFollowsATurn(t *testing.T) {
 				t.Error("the extraction links no turn it read")
 			}
 		}
+	}
+	// The embedding stage embeds the summary and the fact in their events' traces.
+	var embedSummary, embedFact bool
+	for _, s := range col.Named("agentmem.embed") {
+		embedSummary = embedSummary || childOf(s, "agentmem.compress")
+		embedFact = embedFact || childOf(s, "agentmem.extract")
+	}
+	if !embedSummary || !embedFact {
+		t.Errorf("embedding in the summary's trace: %v; in the fact's: %v", embedSummary, embedFact)
 	}
 	if !sumApplied || !extractSummary || !extractEnd {
 		t.Errorf("summary applied in the compression's trace: %v; extraction on the summary: %v; on the session end: %v",

@@ -26,6 +26,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmem/agentmem/internal/deadletter"
 	"github.com/agentmem/agentmem/internal/embed"
@@ -33,6 +34,7 @@ import (
 	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/internal/session"
+	"github.com/agentmem/agentmem/internal/tracing"
 	"github.com/agentmem/agentmem/internal/vectors"
 	"github.com/agentmem/agentmem/internal/worker"
 	"github.com/agentmem/agentmem/pkg/events"
@@ -66,6 +68,9 @@ type Config struct {
 	Backoff func(n uint64) time.Duration
 	// Metrics counts embedded texts and stored vectors; nil counts nothing.
 	Metrics *metrics.Metrics
+	// Tracer makes a span of every summary and fact embedded (child of the event's
+	// traceparent); nil makes none. Turns, read on a hot path without a CloudEvent, get none.
+	Tracer trace.TracerProvider
 }
 
 // Validate reports the first field of c that cannot work.
@@ -173,6 +178,7 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, emb embed.Embe
 		}
 		return a.Tenant, a.Key
 	}
+	tracer := tracing.Tracer(cfg.Tracer)
 	for _, h := range []struct {
 		name, stream string
 		handler      worker.Handler
@@ -187,11 +193,13 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, emb embed.Embe
 			func(t time.Time) { w.turnsSince.Store(t.UnixNano()) }},
 		// A summary that breaks the contract is ingest's to dead-letter.
 		{"embedder-summaries", topo.SummaryStream(), worker.Dispatch{Kinds: []string{events.KindSummaries},
-			Routes: []worker.Route{worker.On(events.TypeSummary, w.handleSummary)}, SkipInvalid: true}.Handler(), nil, nil},
+			Routes: []worker.Route{worker.On(events.TypeSummary, w.handleSummary).Traced("agentmem.embed")}, SkipInvalid: true,
+			Tracer: tracer}.Handler(), nil, nil},
 		// Other fact changes (superseded, deleted, forgotten) keep the vectors there are or
 		// remove them with the user.
 		{"embedder-facts", topo.FactStream(), worker.Dispatch{Kinds: []string{events.KindFacts},
-			Routes: []worker.Route{worker.On(events.TypeFact, w.handleFact)}, SkipUnknown: true}.Handler(),
+			Routes: []worker.Route{worker.On(events.TypeFact, w.handleFact).Traced("agentmem.embed")}, SkipUnknown: true,
+			Tracer: tracer}.Handler(),
 			func(m jetstream.Msg) bool { return !events.MaybeType(m.Headers(), events.TypeFact) }, nil},
 	} {
 		w.workers = append(w.workers, worker.New(worker.Config{

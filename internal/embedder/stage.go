@@ -57,7 +57,7 @@ func Stage(cfg Config) stage.Stage {
 		Off:       "no embedder configured (--embed-*): nothing to embed; retrieval ranks by keywords",
 		Build: func(ctx context.Context, sh *stage.Shared) (stage.Runner, error) {
 			cfg := cfg
-			cfg.Topology, cfg.Metrics = sh.Topology, sh.Metrics
+			cfg.Topology, cfg.Metrics, cfg.Tracer = sh.Topology, sh.Metrics, sh.Tracer
 			w, err := New(ctx, cfg, sh.JS, sh.Embedder, sh.Log)
 			if err != nil {
 				return nil, err

@@ -178,7 +178,7 @@ func TestTraceMiddlewareStartsTheConsumerSpan(t *testing.T) {
 	}
 	attrs := map[string]string{}
 	for _, kv := range span.Attributes() {
-		attrs[string(kv.Key)] = kv.Value.Emit()
+		attrs[string(kv.Key)] = kv.Value.AsString()
 	}
 	if attrs["agentmem.tenant"] != "acme" || attrs["agentmem.session"] != "s1" || attrs["messaging.message.id"] != "e1" {
 		t.Fatalf("span attributes %v", attrs)

@@ -107,8 +107,12 @@ func loadLongMemEval(path string) ([]lmeQuestion, error) {
 			}
 			for j, tr := range sess {
 				id := sid + "#" + strconv.Itoa(j)
-				q.docs = append(q.docs, Doc{ID: id, Text: tr.Content, Group: sid, Pos: j, Role: tr.Role,
-					Time: at.Add(time.Duration(j) * time.Second), Kind: "turn"})
+				d := Doc{ID: id, Text: tr.Content, Group: sid, Pos: j, Role: tr.Role,
+					Time: at.Add(time.Duration(j) * time.Second), Kind: "turn"}
+				if j > 0 && sess[j-1].Role != tr.Role {
+					d.Context = sess[j-1].Content // as the retriever gives it
+				}
+				q.docs = append(q.docs, d)
 				if tr.HasAnswer {
 					q.answerTurns[id] = true
 				}
@@ -365,6 +369,7 @@ func bm25(c Config) Config {
 	def(&c.AgentTurn)
 	def(&c.Session)
 	def(&c.Diversity)
+	def(&c.SessionRepeat)
 	if c.MaxQueryTerms == 0 {
 		c.MaxQueryTerms = int(Off)
 	}
@@ -401,6 +406,8 @@ func devMethods() []method {
 		all("final - agent turn weight", cfgRanker(Config{AgentTurn: Off})),
 		all("final - session evidence", cfgRanker(Config{Session: Off})),
 		all("final - session diversity", cfgRanker(Config{Diversity: Off})),
+		all("final - session repeat", cfgRanker(Config{SessionRepeat: Off})),
+		all("final - context field", cfgRanker(Config{Context: Off})),
 		all("final - query term cap (all terms)", cfgRanker(Config{MaxQueryTerms: int(Off)})),
 		all("final + char n-gram TF-IDF 0.5 [out]", vecRanker{Config{}, charCosine, 0.5}),
 		all("final + LSA k=100 0.3 [out]", vecRanker{Config{}, lsaCosine(100), 0.3}),
@@ -415,6 +422,27 @@ func devMethods() []method {
 		all("session lambda=2", cfgRanker(Config{Session: 2})),
 		all("diversity gamma=0.5", cfgRanker(Config{Diversity: 0.5})),
 		all("diversity gamma=0.9", cfgRanker(Config{Diversity: 0.9})),
+		all("context 0.1", cfgRanker(Config{Context: 0.1})),
+		all("context gated", cfgRanker(Config{ContextGate: true})),
+		all("context gated every turn", cfgRanker(Config{ContextGate: true, ContextUpTo: int(Off)})),
+		all("context gated every turn 0.5", cfgRanker(Config{ContextGate: true, ContextUpTo: int(Off), Context: 0.5})),
+		all("context every turn", cfgRanker(Config{ContextUpTo: int(Off)})),
+		all("context every turn 0.1", cfgRanker(Config{ContextUpTo: int(Off), Context: 0.1})),
+		all("context up to 80", cfgRanker(Config{ContextUpTo: 80})),
+		all("context up to 20", cfgRanker(Config{ContextUpTo: 20})),
+		all("context 0.5", cfgRanker(Config{Context: 0.5})),
+		all("context 1", cfgRanker(Config{Context: 1})),
+		all("gamma 0.25 repeat off", cfgRanker(Config{Diversity: 0.25, SessionRepeat: Off})),
+		all("gamma 0.05 repeat off", cfgRanker(Config{Diversity: 0.05, SessionRepeat: Off})),
+		all("gamma 0.05 repeat off lambda off", cfgRanker(Config{Diversity: 0.05, SessionRepeat: Off, Session: Off})),
+		all("session repeat 0.25", cfgRanker(Config{SessionRepeat: 0.25})),
+		all("session repeat 0.75", cfgRanker(Config{SessionRepeat: 0.75})),
+		all("session repeat 0.1", cfgRanker(Config{SessionRepeat: 0.1})),
+		all("session repeat 0.25 gamma 0.9", cfgRanker(Config{SessionRepeat: 0.25, Diversity: 0.9})),
+		all("session repeat 0.5 gamma 0.9", cfgRanker(Config{SessionRepeat: 0.5, Diversity: 0.9})),
+		all("session repeat 0.25 lambda 2", cfgRanker(Config{SessionRepeat: 0.25, Session: 2})),
+		all("session repeat 0.5 lambda 2", cfgRanker(Config{SessionRepeat: 0.5, Session: 2})),
+		all("session repeat 0.25 lambda 2 gamma 0.9", cfgRanker(Config{SessionRepeat: 0.25, Session: 2, Diversity: 0.9})),
 	}
 }
 

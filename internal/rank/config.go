@@ -15,7 +15,7 @@ const (
 	DefaultDiversity     = 0.75 // factor per turn of the same session ranked above
 	DefaultSessionRepeat = 1.0  // further factor on the session's part, per turn ranked above
 	DefaultContext       = 0.25 // weight of the context field (the turn answered)
-	DefaultSpeaker       = 0.25 // weight of the speaker field (the speaker's name)
+	DefaultSpeaker       = 0.5  // weight of the speaker field (the speaker's name)
 	DefaultMention       = 0.25 // weight of the addressee's name in a reply to them
 	DefaultContextUpTo   = 40   // longest turn (terms) given a context field
 

@@ -104,11 +104,11 @@ func BenchmarkSearch10k(b *testing.B) {
 	}
 	for _, kind := range []string{"en", "zh", "long", "dialogue-en", "dialogue-long"} {
 		b.Run(kind, func(b *testing.B) {
-			ix, bytesPerDoc := ix, bytesPerDoc
+			ix, bytesPerDoc, qkind := ix, bytesPerDoc, kind
 			if k, ok := strings.CutPrefix(kind, "dialogue-"); ok {
-				kind, ix, bytesPerDoc = k, dix, dBytesPerDoc
+				ix, bytesPerDoc, qkind = dix, dBytesPerDoc, k
 			}
-			qs := queries[kind]
+			qs := queries[qkind]
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			var wall, cpu []time.Duration

@@ -125,3 +125,33 @@ func TestContextOnlyShortAnswers(t *testing.T) {
 		t.Errorf("a reply to a statement is found by the statement's words (rank %d)", r)
 	}
 }
+
+// With SessionRepeat, a session's evidence lifts its best turn only: its other turns, which
+// match the query less by their own words than another session's turn does, rank after it, and
+// the top spreads over the sessions.
+// (Off by default: on LongMemEval it gains S-R_all@10 but costs T-R_any, see doc.go.)
+func TestSessionRepeatSpreadsTop(t *testing.T) {
+	docs := append(filler(10),
+		conversation("a",
+			"We spent the spring trip in Paris: the museums of Paris, the cafés of Paris.",
+			"Paris in spring is lovely; the Louvre and the Orsay are worth a trip.",
+			"On the trip I also bought a print of a Paris street.",
+			"A print is a fine souvenir of a trip.")...)
+	docs = append(docs, conversation("b",
+		"Last month my sister and I saw Rome.",
+		"Rome is wonderful.",
+		"Can you recommend a good recipe for dinner tonight?",
+		"Sure: a vegetable stir fry with rice is quick, cheap and healthy.")...)
+	query := "which cities did I visit on a trip: Paris, Rome?"
+	rankWith := func(cfg Config) []string {
+		ix := NewIndex(cfg)
+		ix.Add(docs...)
+		return ids(ix.Search(query, 2))
+	}
+	if got := rankWith(Config{SessionRepeat: 0.25}); !slices.Contains(got, "b-0") {
+		t.Errorf("with SessionRepeat 0.25, top 2 = %v, want b-0 among them", got)
+	}
+	if got := rankWith(Config{SessionRepeat: Off}); slices.Contains(got, "b-0") {
+		t.Errorf("without SessionRepeat, top 2 = %v: b-0 is among them, the test shows nothing", got)
+	}
+}

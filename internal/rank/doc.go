@@ -28,6 +28,23 @@
 // by the 64 with the highest w(t)·idf(t) (the others, the most common, only count in the
 // denominator), which bounds the cost of a whole dialogue used as a query.
 //
+// A turn of a dialogue has fields besides its text (Doc.Context, Doc.Speaker,
+// Doc.Addressee, filled by the retriever from the previous turn and the turns' metadata), in
+// the same postings under prefixed terms, and its own score sums them:
+//
+//	own(t,d) = bm25(t,text(d)) + μ·bm25(t,names(d)) + α·bm25₀(t,context(d)) + σ·bm25₀(t,speaker(d))
+//
+// names(d) are the words of the turn's text that name its addressee (the speaker of the turn it
+// answers): "That's awesome, Dave!" said by Calvin; they are taken out of the text field and
+// count at μ = Mention (0.25), with the text's length normalisation and in the session's score.
+// context(d) is the last 32 terms of the turn it answers, given only when another speaker said
+// it, it asks something (a question mark in its last 240 bytes) and d is short (at most 40
+// terms): α = Context (0.25). speaker(d) is the speaker's name, each term once: σ = Speaker
+// (0.5). bm25₀ is bm25 without length normalisation (b = 0). All fields share the text's
+// idf (df over the text and names fields), and neither context nor speaker counts in the
+// session's score. SessionRepeat δ (default 1, off) can further lower the session's part of
+// the n-th turn of a session: relevance = γ^n·(own part + δ^n·session part).
+//
 // Why each part (TestDevSets in eval_test.go measures them, alone and left out):
 //
 //   - Query tf saturation: long queries (a dialogue) favour their recurring terms without

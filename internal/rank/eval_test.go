@@ -370,6 +370,9 @@ func bm25(c Config) Config {
 	def(&c.Session)
 	def(&c.Diversity)
 	def(&c.SessionRepeat)
+	def(&c.Context)
+	def(&c.Speaker)
+	def(&c.Mention)
 	if c.MaxQueryTerms == 0 {
 		c.MaxQueryTerms = int(Off)
 	}
@@ -393,6 +396,7 @@ func devMethods() []method {
 		all("+ agent turns x0.5", cfgRanker(bm25(Config{AgentTurn: DefaultAgentTurn}))),
 		all("+ session evidence lambda=1", cfgRanker(bm25(Config{Session: DefaultSession}))),
 		all("+ session diversity gamma=0.75", cfgRanker(bm25(Config{Diversity: DefaultDiversity}))),
+		all("+ context field w=0.25 (short replies to a question)", cfgRanker(bm25(Config{Context: DefaultContext}))),
 		all("+ neighbour context BM25F w=0.25 [out]", refRanker{queryTF: 1.2, neighbour: 0.25}),
 		all("+ turn-pair documents [out]", refRanker{queryTF: 1.2, neighbour: 1, pair: true}),
 		all("+ RM3 10 docs/10 terms/0.5 [out]", refRanker{queryTF: 1.2, rm3: 10}),
@@ -406,9 +410,11 @@ func devMethods() []method {
 		all("final - agent turn weight", cfgRanker(Config{AgentTurn: Off})),
 		all("final - session evidence", cfgRanker(Config{Session: Off})),
 		all("final - session diversity", cfgRanker(Config{Diversity: Off})),
-		all("final - session repeat", cfgRanker(Config{SessionRepeat: Off})),
 		all("final - context field", cfgRanker(Config{Context: Off})),
+		all("final - speaker field", cfgRanker(Config{Speaker: Off})),
+		all("final - mention weight", cfgRanker(Config{Mention: Off})),
 		all("final - query term cap (all terms)", cfgRanker(Config{MaxQueryTerms: int(Off)})),
+		all("final + session repeat 0.5 [out]", cfgRanker(Config{SessionRepeat: 0.5})),
 		all("final + char n-gram TF-IDF 0.5 [out]", vecRanker{Config{}, charCosine, 0.5}),
 		all("final + LSA k=100 0.3 [out]", vecRanker{Config{}, lsaCosine(100), 0.3}),
 
@@ -423,26 +429,11 @@ func devMethods() []method {
 		all("diversity gamma=0.5", cfgRanker(Config{Diversity: 0.5})),
 		all("diversity gamma=0.9", cfgRanker(Config{Diversity: 0.9})),
 		all("context 0.1", cfgRanker(Config{Context: 0.1})),
-		all("context gated", cfgRanker(Config{ContextGate: true})),
-		all("context gated every turn", cfgRanker(Config{ContextGate: true, ContextUpTo: int(Off)})),
-		all("context gated every turn 0.5", cfgRanker(Config{ContextGate: true, ContextUpTo: int(Off), Context: 0.5})),
-		all("context every turn", cfgRanker(Config{ContextUpTo: int(Off)})),
-		all("context every turn 0.1", cfgRanker(Config{ContextUpTo: int(Off), Context: 0.1})),
-		all("context up to 80", cfgRanker(Config{ContextUpTo: 80})),
-		all("context up to 20", cfgRanker(Config{ContextUpTo: 20})),
 		all("context 0.5", cfgRanker(Config{Context: 0.5})),
-		all("context 1", cfgRanker(Config{Context: 1})),
-		all("gamma 0.25 repeat off", cfgRanker(Config{Diversity: 0.25, SessionRepeat: Off})),
-		all("gamma 0.05 repeat off", cfgRanker(Config{Diversity: 0.05, SessionRepeat: Off})),
-		all("gamma 0.05 repeat off lambda off", cfgRanker(Config{Diversity: 0.05, SessionRepeat: Off, Session: Off})),
+		all("context on every turn (not only short replies)", cfgRanker(Config{ContextUpTo: int(Off)})),
+		all("context gated (counts when the turn matches)", cfgRanker(Config{ContextGate: true})),
 		all("session repeat 0.25", cfgRanker(Config{SessionRepeat: 0.25})),
-		all("session repeat 0.75", cfgRanker(Config{SessionRepeat: 0.75})),
-		all("session repeat 0.1", cfgRanker(Config{SessionRepeat: 0.1})),
-		all("session repeat 0.25 gamma 0.9", cfgRanker(Config{SessionRepeat: 0.25, Diversity: 0.9})),
-		all("session repeat 0.5 gamma 0.9", cfgRanker(Config{SessionRepeat: 0.5, Diversity: 0.9})),
-		all("session repeat 0.25 lambda 2", cfgRanker(Config{SessionRepeat: 0.25, Session: 2})),
-		all("session repeat 0.5 lambda 2", cfgRanker(Config{SessionRepeat: 0.5, Session: 2})),
-		all("session repeat 0.25 lambda 2 gamma 0.9", cfgRanker(Config{SessionRepeat: 0.25, Session: 2, Diversity: 0.9})),
+		all("diversity gamma=0.05 (one turn a session)", cfgRanker(Config{Diversity: 0.05})),
 	}
 }
 

@@ -109,6 +109,26 @@ const (
 
 var fieldPrefixes = [numFields]string{contextPrefix, speakerPrefix, mentionPrefix}
 
+// addText adds a term's BM25 scores, of weight wk = w·idf·(k1+1), to the documents of its
+// posting entries ents (with length normalisation c0 + c1·length), and its frequencies to their
+// sessions' when session.
+func (s *scratch) addText(ents []entry, wk, c0, c1 float64, lens, grpOf []int32, session bool) {
+	for _, e := range ents {
+		slot, tf := e.slot(), float64(e.tf())
+		if s.acc[slot] == 0 {
+			s.matched = append(s.matched, slot)
+		}
+		s.acc[slot] += wk * tf / (tf + c0 + c1*float64(lens[slot]))
+		if g := grpOf[slot]; session && g >= 0 {
+			// The session as one document: the term's frequency over its turns.
+			if s.gtf[g] == 0 {
+				s.gseen = append(s.gseen, g)
+			}
+			s.gtf[g] += tf
+		}
+	}
+}
+
 // gatedTerm is a query term's context posting, scored once the text has been, with its weight.
 type gatedTerm struct {
 	p  *posting
@@ -199,29 +219,12 @@ func (ix *Index) search(s *scratch, qt []qterm, k int) []Hit {
 		perfect += w * (k1 + 1)
 		wk := w * (k1 + 1)
 		s.gseen = s.gseen[:0]
-		// The text's occurrences (own, and the addressee's name at Mention): BM25 with
-		// length normalisation, and the session's frequency.
-		text := func(p *posting, f float64) {
-			for _, e := range p.ents {
-				slot, tf := e.slot(), float64(e.tf())
-				if s.acc[slot] == 0 {
-					s.matched = append(s.matched, slot)
-				}
-				s.acc[slot] += f * wk * tf / (tf + c0 + c1*float64(lens[slot]))
-				if g := grpOf[slot]; session && g >= 0 {
-					// The session as one document: the term's frequency over its turns.
-					if s.gtf[g] == 0 {
-						s.gseen = append(s.gseen, g)
-					}
-					s.gtf[g] += tf
-				}
-			}
-		}
+		// The text's occurrences (own, and the addressee's name at Mention).
 		if own != nil {
-			text(own, 1)
+			s.addText(own.ents, wk, c0, c1, lens, grpOf, session)
 		}
 		if p := fp[fieldMention]; p != nil {
-			text(p, cfg.Mention)
+			s.addText(p.ents, cfg.Mention*wk, c0, c1, lens, grpOf, session)
 		}
 		// The context and speaker fields: BM25 without length normalisation, not in the
 		// session's score (the context is another turn of the session). With ContextGate a
@@ -271,12 +274,10 @@ func (ix *Index) search(s *scratch, qt []qterm, k int) []Hit {
 	rs := s.ranked[:0]
 	lambda := cfg.Session
 	for _, slot := range s.matched {
-		own := min(float64(ix.docs[slot].weight)*s.acc[slot]/perfect, 1)
-		r := ranked{slot: slot, kw: own, own: own}
+		r := ranked{slot: slot, kw: min(float64(ix.docs[slot].weight)*s.acc[slot]/perfect, 1)}
 		if g := grpOf[slot]; session && g >= 0 {
 			r.ses = lambda * min(s.gacc[g]/gPerfect, 1) / (1 + lambda)
-			r.own = own / (1 + lambda)
-			r.kw = r.own + r.ses
+			r.kw = r.kw/(1+lambda) + r.ses
 		}
 		r.rel = r.kw
 		rs = append(rs, r)
@@ -330,12 +331,11 @@ func (ix *Index) selectTerms(qt []qterm, m int, perfect, gPerfect *float64, sess
 	return out
 }
 
-// ranked is a matched document with its keyword score, the parts of it that are its own and its
-// session's (kw = own + ses), and its relevance.
+// ranked is a matched document with its keyword score, the part of it that is its session's,
+// and its relevance.
 type ranked struct {
 	slot         int32
-	kw, own, ses float64
-	rel          float64
+	kw, ses, rel float64
 }
 
 // top returns the k best of rs (all if k <= 0) by relevance, best first, ties broken by id.
@@ -377,7 +377,7 @@ func (ix *Index) top(s *scratch, rs []ranked, k int) []ranked {
 	penalise := func(r *ranked) {
 		if g := ix.grpOf[r.slot]; gamma < 1 && g >= 0 {
 			n := float64(s.gcount[g])
-			r.rel = r.own*math.Pow(gamma, n) + r.ses*math.Pow(gamma*repeat, n)
+			r.rel = (r.kw-r.ses)*math.Pow(gamma, n) + r.ses*math.Pow(gamma*repeat, n)
 			s.gcount[g]++
 		}
 	}

@@ -59,10 +59,34 @@
 //     top k spans sessions; alone it lifts S-R_all@10 to 0.918 but costs T-R_any. With
 //     session evidence the two are complementary: S-R_all@10 0.888 → 0.918, T-R_any@10
 //     0.878 → 0.939, and @5 0.745 → 0.888 and 0.806 → 0.888.
+//   - Context field (a short reply to another speaker's question also holds the end of the
+//     question, at α = 0.25): a reply that shares no word with the question ("Did your
+//     brother teach you?" / "No, I learned on my own") is found by it (TestContextFindsReply).
+//     The development sets have no such replies to find (LongMemEval's user turns are long
+//     and say what they are about; MADial ranks memories, not turns), so it is made neutral
+//     there: with it and without it LongMemEval gives the same S-R_all@5/@10 0.888/0.918 and
+//     T-R_any@5/@10 0.888/0.939. Looser variants cost there what neighbour context did: the
+//     context of every reply, not only of one to a question, T-R_any@5 −0.03 and @10 −0.01;
+//     of every turn, not only of short ones, T-R_any@5 −0.01; α = 0.5 or 1, T-R_any@10 −0.01
+//     to −0.02. Counting the context only in turns the query matches otherwise
+//     (ContextGate) changes nothing there and loses the reply that shares no word, so it is
+//     off by default.
+//   - Speaker field (σ = 0.5) and the addressee's name at μ = 0.25: a question naming a person
+//     ranks that person's own turns above another's turns addressing or mentioning them
+//     ("That's awesome, Dave!"), in English and Chinese (TestSpeakerOwnTurnFirst). Neither
+//     development set names its speakers, so both are exactly neutral there; σ > μ so that a
+//     person's own turn outranks one addressing them when both hold the query's other words.
+//   - Session repeat (δ, off by default): taking the session's part away from a session's
+//     further turns spreads the top over sessions (TestSessionRepeatSpreadsTop): δ = 0.5 lifts
+//     LongMemEval S-R_all@10 0.918 → 0.929 (multi-session 0.80 → 0.84) but costs T-R_any@5
+//     0.888 → 0.827 and @10 0.939 → 0.908. No diversity setting reaches S-R_all@10 0.95:
+//     with γ = 0.05 (one turn a session, nearly) it is 0.929, as the sessions still missing are
+//     missing by their words (ranked past 20, or not matched at all), not crowded out.
 //
 // Measured and left out, because they did not help or cost more than they gave: neighbour
 // context (a turn's field also holding its neighbours' terms, BM25F) and turn-pair
-// documents, both of which crowd the top with one session; RM3 pseudo-relevance feedback
+// documents, both of which crowd the top with one session (the context field above is the
+// narrow form that does not); RM3 pseudo-relevance feedback
 // (worse on both sets); word-pair phrases; and, as an offline vector part, LSA (rank 100,
 // over the user's own documents) and character n-gram TF-IDF cosine, each fused with the
 // keyword score: +0.01 or +0.02 here and there alone, and between −0.01 and +0.01 on top of

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/agentmem/agentmem/internal/search"
@@ -174,7 +175,7 @@ type Prepared struct {
 func Prepare(d Doc) Prepared {
 	p := Prepared{Doc: d, terms: search.Terms(d.Text)}
 	if d.Context != "" && asks(d.Context) {
-		ct := search.Terms(d.Context)
+		ct := search.Terms(tail(d.Context, contextBytes))
 		p.context = ct[max(0, len(ct)-MaxContextTerms):]
 	}
 	if d.Speaker != "" {
@@ -195,13 +196,24 @@ func Prepare(d Doc) Prepared {
 
 // asks reports whether a text ends by asking something: a question mark (ASCII or full-width)
 // in its last sentences, the part of it that a reply answers.
-func asks(text string) bool {
-	tail := text[max(0, len(text)-contextTail):]
-	return strings.ContainsAny(tail, "?？")
-}
+func asks(text string) bool { return strings.ContainsAny(tail(text, questionBytes), "?？") }
 
-// contextTail is how far from its end a question in a context is looked for, in bytes.
-const contextTail = 240
+const (
+	questionBytes = 240 // how far from its end a question in a context is looked for
+	contextBytes  = 480 // the end of a context split into terms: more than MaxContextTerms
+)
+
+// tail returns the last n bytes of s, or a little fewer so as to start at a character.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := len(s) - n
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return s[i:]
+}
 
 // nameTerms returns the terms of a name that identify it in a text: its words, and of a Han
 // name its character pairs (a single character is a part of too many other words).

@@ -276,8 +276,9 @@ func (ix *Index) search(s *scratch, qt []qterm, k int) []Hit {
 	for _, slot := range s.matched {
 		r := ranked{slot: slot, kw: min(float64(ix.docs[slot].weight)*s.acc[slot]/perfect, 1)}
 		if g := grpOf[slot]; session && g >= 0 {
-			r.ses = lambda * min(s.gacc[g]/gPerfect, 1) / (1 + lambda)
-			r.kw = r.kw/(1+lambda) + r.ses
+			ses := lambda * min(s.gacc[g]/gPerfect, 1) / (1 + lambda)
+			r.kw = r.kw/(1+lambda) + ses
+			r.ses = float32(ses)
 		}
 		r.rel = r.kw
 		rs = append(rs, r)
@@ -334,8 +335,9 @@ func (ix *Index) selectTerms(qt []qterm, m int, perfect, gPerfect *float64, sess
 // ranked is a matched document with its keyword score, the part of it that is its session's,
 // and its relevance.
 type ranked struct {
-	slot         int32
-	kw, ses, rel float64
+	slot    int32
+	ses     float32 // for SessionRepeat; small, as top moves ranked values about
+	kw, rel float64
 }
 
 // top returns the k best of rs (all if k <= 0) by relevance, best first, ties broken by id.
@@ -377,7 +379,11 @@ func (ix *Index) top(s *scratch, rs []ranked, k int) []ranked {
 	penalise := func(r *ranked) {
 		if g := ix.grpOf[r.slot]; gamma < 1 && g >= 0 {
 			n := float64(s.gcount[g])
-			r.rel = (r.kw-r.ses)*math.Pow(gamma, n) + r.ses*math.Pow(gamma*repeat, n)
+			r.rel = r.kw * math.Pow(gamma, n)
+			if repeat < 1 {
+				ses := float64(r.ses)
+				r.rel = (r.kw-ses)*math.Pow(gamma, n) + ses*math.Pow(gamma*repeat, n)
+			}
 			s.gcount[g]++
 		}
 	}

@@ -29,7 +29,7 @@ type lastTurn struct {
 
 // maxTail bounds the text of a turn kept as the next turn's context: more than the rank
 // package reads of it (its last terms and sentences).
-const maxTail = 1024
+const maxTail = 512
 
 // dialogueDoc completes d, the document of the turn after p (of role d.Role and metadata md),
 // with its speaker and, when another speaker said the previous turn, that turn's text as its

@@ -78,7 +78,7 @@ type archiveSession struct {
 	state   *session.State
 	scanned uint64
 	dirty   bool
-	last    lastTurn // the last turn scanned, the context of the next one
+	last    lastTurn // the last turn applied, the context of the next one
 }
 
 func newUserView(k userKey) *userView {
@@ -196,6 +196,7 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 		entries []memory.Entry
 		docs    []rank.Prepared // entries' documents, in the same order
 		upTo    uint64
+		last    lastTurn // the last turn read: the session's last once applied
 		foreign bool
 		// reset: the stored session no longer extends what the view read (a forget's
 		// tombstone, or a corrupt state): what the view holds of it goes.
@@ -223,6 +224,8 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 			u.bytes.Add(archivedBytes(e))
 		}
 		u.archIdx.AddPrepared(docs...)
+		u.bytes.Add(int64(len(r.last.tail) - len(r.as.last.tail)))
+		r.as.last = r.last
 		r.as.scanned = r.upTo
 		r.as.dirty = false
 	}
@@ -247,8 +250,8 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 				from = 0
 			}
 			r.upTo = from
-			if from == 0 {
-				as.last = lastTurn{}
+			if from > 0 {
+				r.last = as.last
 			}
 			if h.LastSeq > from {
 				subject := events.SessionFilter(h.Tenant, h.Session)
@@ -263,7 +266,7 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 					e := memory.Entry{ID: t.id, Type: memory.TypeForRole(t.role), Role: t.role, Content: t.content,
 						Timestamp: t.at, Seq: m.Sequence, Metadata: t.metadata} // completed by turnMeta below
 					r.entries = append(r.entries, e)
-					r.docs = append(r.docs, rank.Prepare(as.last.dialogueDoc(rank.Doc{ID: e.ID, Text: e.Content, Group: as.state.Key.Session,
+					r.docs = append(r.docs, rank.Prepare(r.last.dialogueDoc(rank.Doc{ID: e.ID, Text: e.Content, Group: as.state.Key.Session,
 						Pos: int(e.Seq), Role: e.Role, Time: e.Timestamp, Kind: "turn"}, e.Metadata)))
 					return nil
 				})

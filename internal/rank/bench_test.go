@@ -62,11 +62,26 @@ func syntheticCorpus(n int) (docs []Doc, words []string, han []rune) {
 // long query (a 1,000-character dialogue), each returning the top 20. Besides ns/op it reports
 // the 99th percentile of the wall time and the median and 99th percentile of the thread's CPU
 // time per search (on Linux), which a busy machine does not inflate.
+//
+// The dialogue-* runs search the same turns with every dialogue field present: each turn has a
+// named speaker, and each turn after another speaker's question (here every one: the previous
+// turn is made to end with a question mark) has it as its context and addressee.
 func BenchmarkSearch10k(b *testing.B) {
 	docs, words, han := syntheticCorpus(10000)
 	ix := NewIndex(Config{})
 	ix.Add(docs...)
 	bytesPerDoc := float64(ix.Bytes()) / float64(ix.Len())
+	dialogue := slices.Clone(docs)
+	names := []string{"Calvin", "Dave"}
+	for i := range dialogue {
+		dialogue[i].Speaker = names[i%2]
+		if i%20 > 0 {
+			dialogue[i].Context, dialogue[i].Addressee = docs[i-1].Text+"?", names[(i-1)%2]
+		}
+	}
+	dix := NewIndex(Config{})
+	dix.Add(dialogue...)
+	dBytesPerDoc := float64(dix.Bytes()) / float64(dix.Len())
 	rng := rand.New(rand.NewPCG(2, 2))
 	zw := rand.NewZipf(rng, 1.1, 10, uint64(len(words)-1))
 	queries := map[string][]string{}
@@ -87,9 +102,13 @@ func BenchmarkSearch10k(b *testing.B) {
 		queries["zh"] = append(queries["zh"], zh.String())
 		queries["long"] = append(queries["long"], long.String())
 	}
-	for _, kind := range []string{"en", "zh", "long"} {
+	for _, kind := range []string{"en", "zh", "long", "dialogue-en", "dialogue-long"} {
 		b.Run(kind, func(b *testing.B) {
-			qs := queries[kind]
+			ix, bytesPerDoc, qkind := ix, bytesPerDoc, kind
+			if k, ok := strings.CutPrefix(kind, "dialogue-"); ok {
+				ix, bytesPerDoc, qkind = dix, dBytesPerDoc, k
+			}
+			qs := queries[qkind]
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
 			var wall, cpu []time.Duration

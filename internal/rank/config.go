@@ -8,11 +8,16 @@ import (
 
 // Defaults of Config, measured on the development sets (see eval_test.go).
 const (
-	DefaultK1        = 1.2  // BM25 term-frequency saturation
-	DefaultB         = 0.75 // BM25 length normalisation
-	DefaultAgentTurn = 0.5  // weight of a non-user turn's own score
-	DefaultSession   = 1.0  // weight of the session's score beside the turn's
-	DefaultDiversity = 0.75 // factor per turn of the same session ranked above
+	DefaultK1            = 1.2  // BM25 term-frequency saturation
+	DefaultB             = 0.75 // BM25 length normalisation
+	DefaultAgentTurn     = 0.5  // weight of a non-user turn's own score
+	DefaultSession       = 1.0  // weight of the session's score beside the turn's
+	DefaultDiversity     = 0.75 // factor per turn of the same session ranked above
+	DefaultSessionRepeat = 1.0  // further factor on the session's part, per turn ranked above
+	DefaultContext       = 0.25 // weight of the context field (the turn answered)
+	DefaultSpeaker       = 0.5  // weight of the speaker field (the speaker's name)
+	DefaultMention       = 0.25 // weight of the addressee's name in a reply to them
+	DefaultContextUpTo   = 40   // longest turn (terms) given a context field
 
 	DefaultMaxQueryTerms = 64 // query terms scored, the most telling first
 )
@@ -40,6 +45,32 @@ type Config struct {
 	// turn of its own session ranked above it, so that the first results span sessions.
 	// Default 0.75; 1 (or Off) disables.
 	Diversity float64
+	// SessionRepeat is a further factor δ in (0,1] on the session's part of a turn's score for
+	// each turn of its session ranked above it: relevance = γ^n·(own + δ^n·session part). A
+	// session's evidence lifts its best turn; the turns after it rank by their own words, so
+	// turns that only ride their session's score leave room for other sessions. Default
+	// DefaultSessionRepeat; 1 (or Off) disables.
+	SessionRepeat float64
+	// Context is the weight of a turn's context field (Doc.Context: the end of the turn it
+	// answers), scored as BM25 without length normalisation beside the turn's own text, and
+	// not in its session's score. Default DefaultContext; Off: no context field.
+	Context float64
+	// ContextUpTo is the length (terms of its own text) of the longest turn given a context
+	// field: a short reply ("No, I learned on my own") needs the question it answers, a long
+	// turn says what it is about. Default DefaultContextUpTo; Off: every turn.
+	ContextUpTo int
+	// ContextGate counts a turn's context only when the turn matches the query by its own
+	// words or its speaker's name, so that the context ranks replies among the turns the query
+	// finds instead of bringing in every turn after a matching one.
+	ContextGate bool
+	// Speaker is the weight of a turn's speaker field (Doc.Speaker: the speaker's name, each
+	// term once): a question naming a person finds that person's turns by their words and the
+	// name. Default DefaultSpeaker; Off: no speaker field.
+	Speaker float64
+	// Mention in (0,1] multiplies the score of the addressee's name in a turn that answers
+	// them (Doc.Addressee): "That's awesome, Dave!" is about Dave less than Dave's own turns
+	// are. Default DefaultMention; 1 (or Off): the name counts as any other word.
+	Mention float64
 	// MaxQueryTerms bounds the query terms scored to those with the highest weight × idf, so
 	// that a verbose query (a whole dialogue) costs at most that many postings lists; the
 	// others, the most common, still count in the perfect score. Default 64; Off: all.
@@ -64,8 +95,15 @@ func (c Config) withDefaults() Config {
 	def(&c.AgentTurn, DefaultAgentTurn)
 	def(&c.Session, DefaultSession)
 	def(&c.Diversity, DefaultDiversity)
+	def(&c.SessionRepeat, DefaultSessionRepeat)
+	def(&c.Context, DefaultContext)
+	def(&c.Speaker, DefaultSpeaker)
+	def(&c.Mention, DefaultMention)
 	if c.MaxQueryTerms == 0 {
 		c.MaxQueryTerms = DefaultMaxQueryTerms
+	}
+	if c.ContextUpTo == 0 {
+		c.ContextUpTo = DefaultContextUpTo
 	}
 	if c.AgentTurn == Off {
 		c.AgentTurn = 1
@@ -75,6 +113,18 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Diversity == Off {
 		c.Diversity = 1
+	}
+	if c.SessionRepeat == Off {
+		c.SessionRepeat = 1
+	}
+	if c.Context == Off {
+		c.Context = 0
+	}
+	if c.Speaker == Off {
+		c.Speaker = 0
+	}
+	if c.Mention == Off {
+		c.Mention = 1
 	}
 	return c
 }
@@ -99,6 +149,16 @@ func (c Config) Validate() error {
 		return bad("Session", c.Session, ">= 0 or Off")
 	case !(c.Diversity > 0 && c.Diversity <= 1):
 		return bad("Diversity", c.Diversity, "in (0,1] or Off")
+	case !(c.SessionRepeat > 0 && c.SessionRepeat <= 1):
+		return bad("SessionRepeat", c.SessionRepeat, "in (0,1] or Off")
+	case !(c.Context >= 0) || !finite(c.Context):
+		return bad("Context", c.Context, ">= 0 or Off")
+	case !(c.Speaker >= 0) || !finite(c.Speaker):
+		return bad("Speaker", c.Speaker, ">= 0 or Off")
+	case !(c.Mention > 0 && c.Mention <= 1):
+		return bad("Mention", c.Mention, "in (0,1] or Off")
+	case c.ContextUpTo < 0 && c.ContextUpTo != int(Off):
+		return bad("ContextUpTo", float64(c.ContextUpTo), "> 0 or Off")
 	case c.MaxQueryTerms < 0 && c.MaxQueryTerms != int(Off):
 		return bad("MaxQueryTerms", float64(c.MaxQueryTerms), "> 0 or Off")
 	}

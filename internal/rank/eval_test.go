@@ -107,8 +107,12 @@ func loadLongMemEval(path string) ([]lmeQuestion, error) {
 			}
 			for j, tr := range sess {
 				id := sid + "#" + strconv.Itoa(j)
-				q.docs = append(q.docs, Doc{ID: id, Text: tr.Content, Group: sid, Pos: j, Role: tr.Role,
-					Time: at.Add(time.Duration(j) * time.Second), Kind: "turn"})
+				d := Doc{ID: id, Text: tr.Content, Group: sid, Pos: j, Role: tr.Role,
+					Time: at.Add(time.Duration(j) * time.Second), Kind: "turn"}
+				if j > 0 && sess[j-1].Role != tr.Role {
+					d.Context = sess[j-1].Content // as the retriever gives it
+				}
+				q.docs = append(q.docs, d)
 				if tr.HasAnswer {
 					q.answerTurns[id] = true
 				}
@@ -365,6 +369,10 @@ func bm25(c Config) Config {
 	def(&c.AgentTurn)
 	def(&c.Session)
 	def(&c.Diversity)
+	def(&c.SessionRepeat)
+	def(&c.Context)
+	def(&c.Speaker)
+	def(&c.Mention)
 	if c.MaxQueryTerms == 0 {
 		c.MaxQueryTerms = int(Off)
 	}
@@ -388,6 +396,7 @@ func devMethods() []method {
 		all("+ agent turns x0.5", cfgRanker(bm25(Config{AgentTurn: DefaultAgentTurn}))),
 		all("+ session evidence lambda=1", cfgRanker(bm25(Config{Session: DefaultSession}))),
 		all("+ session diversity gamma=0.75", cfgRanker(bm25(Config{Diversity: DefaultDiversity}))),
+		all("+ context field w=0.25", cfgRanker(bm25(Config{Context: DefaultContext}))),
 		all("+ neighbour context BM25F w=0.25 [out]", refRanker{queryTF: 1.2, neighbour: 0.25}),
 		all("+ turn-pair documents [out]", refRanker{queryTF: 1.2, neighbour: 1, pair: true}),
 		all("+ RM3 10 docs/10 terms/0.5 [out]", refRanker{queryTF: 1.2, rm3: 10}),
@@ -401,7 +410,11 @@ func devMethods() []method {
 		all("final - agent turn weight", cfgRanker(Config{AgentTurn: Off})),
 		all("final - session evidence", cfgRanker(Config{Session: Off})),
 		all("final - session diversity", cfgRanker(Config{Diversity: Off})),
+		all("final - context field", cfgRanker(Config{Context: Off})),
+		all("final - speaker field", cfgRanker(Config{Speaker: Off})),
+		all("final - mention weight", cfgRanker(Config{Mention: Off})),
 		all("final - query term cap (all terms)", cfgRanker(Config{MaxQueryTerms: int(Off)})),
+		all("final + session repeat 0.5 [out]", cfgRanker(Config{SessionRepeat: 0.5})),
 		all("final + char n-gram TF-IDF 0.5 [out]", vecRanker{Config{}, charCosine, 0.5}),
 		all("final + LSA k=100 0.3 [out]", vecRanker{Config{}, lsaCosine(100), 0.3}),
 
@@ -415,6 +428,12 @@ func devMethods() []method {
 		all("session lambda=2", cfgRanker(Config{Session: 2})),
 		all("diversity gamma=0.5", cfgRanker(Config{Diversity: 0.5})),
 		all("diversity gamma=0.9", cfgRanker(Config{Diversity: 0.9})),
+		all("context 0.1", cfgRanker(Config{Context: 0.1})),
+		all("context 0.5", cfgRanker(Config{Context: 0.5})),
+		all("context on long turns too", cfgRanker(Config{ContextUpTo: int(Off)})),
+		all("context gated", cfgRanker(Config{ContextGate: true})),
+		all("session repeat 0.25", cfgRanker(Config{SessionRepeat: 0.25})),
+		all("diversity gamma=0.05 (one turn a session)", cfgRanker(Config{Diversity: 0.05})),
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/agentmem/agentmem/internal/search"
@@ -20,7 +21,32 @@ type Doc struct {
 	Role  string    // user, assistant, tool, system, or "" for an entry that is not a turn
 	Time  time.Time // not used by the ranking: time decay is the caller's
 	Kind  string    // "turn", "fact", "summary"; not used by the ranking
+	// Context is the text the turn answers: the previous turn of the session when another
+	// speaker said it. Its last MaxContextTerms terms are a second, down-weighted field of the
+	// turn (Config.Context), so that a reply is found by the words of its question.
+	Context string
+	// Speaker names who said the turn in a conversation of named speakers ("" when unknown):
+	// its terms are a low-weight field of the turn (Config.Speaker), so the first-person
+	// words of a turn count for its speaker.
+	Speaker string
+	// Addressee names the speaker the turn answers when it is not the turn's own speaker:
+	// its name's terms in the turn (a reply that addresses or mentions that person) count at
+	// Config.Mention, so a question about a person ranks the person's own turns first.
+	Addressee string
 }
+
+// MaxContextTerms bounds the terms of a Doc's Context that are indexed: the end of the turn
+// answered, where its question usually is.
+const MaxContextTerms = 32
+
+// Prefixes of the terms of a document's other fields, in the same postings as its own terms
+// (search.Terms never yields a control character): the context, the speaker's name and the
+// names of the person addressed.
+const (
+	contextPrefix = "\x01"
+	speakerPrefix = "\x02"
+	mentionPrefix = "\x03"
+)
 
 // Index ranks the documents of one user for a query; see the package comment for the method.
 // It is safe for concurrent use: searches share a read lock; Add, AddPrepared and Remove take
@@ -46,6 +72,8 @@ type Index struct {
 	totalLen int // sum of the documents' lengths
 	groupLen int // sum of the lengths of the documents in a group
 	bytes    int // estimate of the variable-size memory held, see Bytes
+	// hasField[f]: a document was indexed with terms of field f, which a search looks up.
+	hasField [numFields]bool
 }
 
 // doc is what the index keeps of one document. It keeps no list of its terms (4 bytes per
@@ -138,10 +166,102 @@ func (ix *Index) Add(docs ...Doc) {
 type Prepared struct {
 	Doc   Doc
 	terms []string // every term of the text, in text order, repeats included
+	// The terms of the other fields: of the end of the context, of the speaker's name, and
+	// the text's terms that name the addressee (also in terms).
+	context, speaker, mention []string
 }
 
 // Prepare splits a document into terms for AddPrepared.
-func Prepare(d Doc) Prepared { return Prepared{Doc: d, terms: search.Terms(d.Text)} }
+func Prepare(d Doc) Prepared {
+	p := Prepared{Doc: d, terms: search.Terms(d.Text)}
+	if d.Context != "" && asks(d.Context) {
+		ct := search.Terms(tail(d.Context, contextBytes))
+		p.context = ct[max(0, len(ct)-MaxContextTerms):]
+	}
+	if d.Speaker != "" {
+		p.speaker = search.Terms(d.Speaker)
+		slices.Sort(p.speaker)
+		p.speaker = slices.Compact(p.speaker)
+	}
+	if d.Addressee != "" && d.Addressee != d.Speaker {
+		names := nameTerms(d.Addressee)
+		for _, t := range p.terms {
+			if slices.Contains(names, t) {
+				p.mention = append(p.mention, t)
+			}
+		}
+	}
+	return p
+}
+
+// asks reports whether a text ends by asking something: a question mark (ASCII or full-width)
+// in its last sentences, the part of it that a reply answers.
+func asks(text string) bool { return strings.ContainsAny(tail(text, questionBytes), "?？") }
+
+const (
+	questionBytes = 240 // how far from its end a question in a context is looked for
+	contextBytes  = 480 // the end of a context split into terms: more than MaxContextTerms
+)
+
+// tail returns the last n bytes of s, or a little fewer so as to start at a character.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := len(s) - n
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return s[i:]
+}
+
+// nameTerms returns the terms of a name that identify it in a text: its words, and of a Han
+// name its character pairs (a single character is a part of too many other words).
+func nameTerms(name string) []string {
+	ts := search.Terms(name)
+	if len(ts) > 1 {
+		ts = slices.DeleteFunc(ts, func(t string) bool {
+			r := []rune(t)
+			return len(r) == 1 && r[0] >= 0x2E80
+		})
+	}
+	return ts
+}
+
+// fieldTerms returns the terms a prepared document is indexed with under the index's config,
+// its length (of its own text), and the fields it has terms in: its own terms, but those naming
+// the addressee moved to their field when Mention is on, then the context's and the speaker's
+// when those are on.
+func (ix *Index) fieldTerms(p *Prepared) (terms []string, length int, used [numFields]bool) {
+	cfg := &ix.cfg
+	mention := cfg.Mention < 1 && len(p.mention) > 0
+	context := cfg.Context > 0 && len(p.context) > 0 && (cfg.ContextUpTo < 0 || len(p.terms) <= cfg.ContextUpTo)
+	if !mention && !context && (cfg.Speaker == 0 || len(p.speaker) == 0) {
+		return p.terms, len(p.terms), used
+	}
+	out := make([]string, 0, len(p.terms)+len(p.context)+len(p.speaker))
+	for _, t := range p.terms {
+		if mention && slices.Contains(p.mention, t) {
+			out = append(out, mentionPrefix+t)
+			used[fieldMention] = true
+		} else {
+			out = append(out, t)
+		}
+	}
+	if context {
+		for _, t := range p.context {
+			out = append(out, contextPrefix+t)
+			used[fieldContext] = true
+		}
+	}
+	if cfg.Speaker > 0 {
+		for _, t := range p.speaker {
+			out = append(out, speakerPrefix+t)
+			used[fieldSpeaker] = true
+		}
+	}
+	return out, len(p.terms), used
+}
 
 // AddPrepared indexes prepared documents as Add indexes documents.
 //
@@ -162,9 +282,13 @@ func (ix *Index) AddPrepared(docs ...Prepared) {
 	sc := addScratchPool.Get().(*addScratch)
 	defer addScratchPool.Put(sc)
 	sc.tids, sc.tfs, sc.ends = sc.tids[:0], sc.tfs[:0], sc.ends[:0]
+	lengths := make([]int, len(docs))
 	for i := range docs {
 		touched := len(sc.tids)
-		for _, t := range docs[i].terms {
+		terms, length, used := ix.fieldTerms(&docs[i])
+		lengths[i] = length
+		ix.markFields(used)
+		for _, t := range terms {
 			tid := ix.termID(t)
 			if int(tid) >= len(sc.count) {
 				sc.count = slices.Grow(sc.count, int(tid)+1-len(sc.count))[:tid+1]
@@ -194,7 +318,7 @@ func (ix *Index) AddPrepared(docs ...Prepared) {
 	from := 0
 	for i := range docs {
 		to := sc.ends[i]
-		ix.add(&docs[i].Doc, len(docs[i].terms), sc.tids[from:to], sc.tfs[from:to])
+		ix.add(&docs[i].Doc, lengths[i], sc.tids[from:to], sc.tfs[from:to])
 		from = to
 	}
 }
@@ -230,15 +354,24 @@ func (ix *Index) addCounted(p *Prepared) {
 	if slot, ok := ix.slots[p.Doc.ID]; ok {
 		ix.remove([]int32{slot})
 	}
-	tf := make(map[string]int32, len(p.terms))
-	for _, t := range p.terms {
+	terms, length, used := ix.fieldTerms(p)
+	ix.markFields(used)
+	tf := make(map[string]int32, len(terms))
+	for _, t := range terms {
 		tf[t]++
 	}
 	tids, tfs := make([]int32, 0, len(tf)), make([]int32, 0, len(tf))
 	for t, n := range tf {
 		tids, tfs = append(tids, ix.termID(t)), append(tfs, n)
 	}
-	ix.add(&p.Doc, len(p.terms), tids, tfs)
+	ix.add(&p.Doc, length, tids, tfs)
+}
+
+// markFields records the fields a document has terms in, which searches then look up.
+func (ix *Index) markFields(used [numFields]bool) {
+	for f, u := range used {
+		ix.hasField[f] = ix.hasField[f] || u
+	}
 }
 
 // termID returns the id of term, adding it (with an empty posting) when it is new.
@@ -336,14 +469,16 @@ func (ix *Index) Remove(ids ...string) {
 	ix.remove(slots)
 }
 
-// RemoveDocs deletes documents given as they were added (ID and Text): their entries are found
-// through their text's terms. A document whose entries the text does not all name (it was added
-// with another text) is then removed as Remove does, so it is removed whole either way; unknown
-// ids are ignored.
+// RemoveDocs deletes documents given as they were added (ID, Text, and Context, Speaker and
+// Addressee): their entries are found through their fields' terms. A document whose entries the
+// fields do not all name (it was added with other ones) is then removed as Remove does, so it is
+// removed whole either way; unknown ids are ignored.
 func (ix *Index) RemoveDocs(docs ...Doc) {
 	terms := make([][]string, len(docs))
 	for i := range docs {
-		terms[i] = search.Terms(docs[i].Text)
+		p := Prepare(docs[i])
+		terms[i], _, _ = ix.fieldTerms(&p)
+		terms[i] = slices.Clone(terms[i])
 		slices.Sort(terms[i])
 		terms[i] = slices.Compact(terms[i])
 	}

@@ -427,12 +427,17 @@ func TestConfig(t *testing.T) {
 		t.Errorf("off: %+v", off)
 	}
 	for field, cfg := range map[string]Config{
-		"K1":        {K1: -2},
-		"B":         {B: 1.5},
-		"QueryK3":   {QueryK3: -3},
-		"AgentTurn": {AgentTurn: 2},
-		"Session":   {Session: -0.5},
-		"Diversity": {Diversity: 1.5},
+		"K1":            {K1: -2},
+		"B":             {B: 1.5},
+		"QueryK3":       {QueryK3: -3},
+		"AgentTurn":     {AgentTurn: 2},
+		"Session":       {Session: -0.5},
+		"Diversity":     {Diversity: 1.5},
+		"SessionRepeat": {SessionRepeat: 2},
+		"Context":       {Context: -0.5},
+		"ContextUpTo":   {ContextUpTo: -3},
+		"Speaker":       {Speaker: -2},
+		"Mention":       {Mention: 1.5},
 	} {
 		err := cfg.Validate()
 		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), field+" =") {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"unsafe"
 
 	"github.com/agentmem/agentmem/internal/search"
 )
@@ -62,6 +63,8 @@ type scratch struct {
 	gcount  []int32   // by group: documents ranked so far, for the diversity factor
 	gseen   []int32   // groups containing the current term
 	matched []int32   // slots with acc > 0
+	key     []byte    // a field term being looked up
+	gated   []gatedTerm
 	ranked  []ranked
 }
 
@@ -96,6 +99,57 @@ func (ix *Index) Search(query string, k int) []Hit {
 	return ix.search(s, qt, k)
 }
 
+// The fields of a document besides its text, each in the postings under its terms' prefix.
+const (
+	fieldContext = iota
+	fieldSpeaker
+	fieldMention
+	numFields
+)
+
+var fieldPrefixes = [numFields]string{contextPrefix, speakerPrefix, mentionPrefix}
+
+// addText adds a term's BM25 scores, of weight wk = w·idf·(k1+1), to the documents of its
+// posting entries ents (with length normalisation c0 + c1·length), and its frequencies to their
+// sessions' when session.
+func (s *scratch) addText(ents []entry, wk, c0, c1 float64, lens, grpOf []int32, session bool) {
+	for _, e := range ents {
+		slot, tf := e.slot(), float64(e.tf())
+		if s.acc[slot] == 0 {
+			s.matched = append(s.matched, slot)
+		}
+		s.acc[slot] += wk * tf / (tf + c0 + c1*float64(lens[slot]))
+		if g := grpOf[slot]; session && g >= 0 {
+			// The session as one document: the term's frequency over its turns.
+			if s.gtf[g] == 0 {
+				s.gseen = append(s.gseen, g)
+			}
+			s.gtf[g] += tf
+		}
+	}
+}
+
+// gatedTerm is a query term's context posting, scored once the text has been, with its weight.
+type gatedTerm struct {
+	p  *posting
+	wk float64
+}
+
+// fields reports which fields the index holds terms of and ranks with.
+func (ix *Index) fields() [numFields]bool {
+	return [numFields]bool{
+		fieldContext: ix.cfg.Context > 0 && ix.hasField[fieldContext],
+		fieldSpeaker: ix.cfg.Speaker > 0 && ix.hasField[fieldSpeaker],
+		fieldMention: ix.cfg.Mention < 1 && ix.hasField[fieldMention],
+	}
+}
+
+// findField returns the id of term in the field of prefix.
+func (ix *Index) findField(s *scratch, prefix, term string) (int32, bool) {
+	s.key = append(append(s.key[:0], prefix...), term...)
+	return ix.terms.find(ix.postings, unsafe.String(unsafe.SliceData(s.key), len(s.key)))
+}
+
 func bm25IDF(n, df int) float64 {
 	return math.Log(1 + (float64(n-df)+0.5)/(float64(df)+0.5))
 }
@@ -123,9 +177,36 @@ func (ix *Index) search(s *scratch, qt []qterm, k int) []Hit {
 	if m := cfg.MaxQueryTerms; m > 0 && len(qt) > m {
 		qt = ix.selectTerms(qt, m, &perfect, &gPerfect, session)
 	}
+	fields := ix.fields()
 	for _, q := range qt {
 		tid, ok := ix.terms.find(ix.postings, q.term)
-		if !ok {
+		var own *posting
+		if ok {
+			own = &ix.postings[tid]
+		}
+		var fp [numFields]*posting // the term's postings in the other fields
+		df := 0
+		if own != nil {
+			df = len(own.ents)
+		}
+		for f := range numFields {
+			if fields[f] {
+				if ftid, ok := ix.findField(s, fieldPrefixes[f], q.term); ok {
+					fp[f] = &ix.postings[ftid]
+				}
+			}
+		}
+		if fp[fieldMention] != nil {
+			df += len(fp[fieldMention].ents)
+		}
+		if df == 0 {
+			for _, p := range fp {
+				if p != nil {
+					df = max(df, len(p.ents))
+				}
+			}
+		}
+		if df == 0 {
 			// A missing term counts in the perfect score with the highest idf, so a query
 			// whose rare terms are missing scores low everywhere.
 			perfect += q.w * bm25IDF(n, 0) * (k1 + 1)
@@ -134,23 +215,36 @@ func (ix *Index) search(s *scratch, qt []qterm, k int) []Hit {
 			}
 			continue
 		}
-		p := &ix.postings[tid]
-		w := q.w * bm25IDF(n, len(p.ents))
+		w := q.w * bm25IDF(n, df)
 		perfect += w * (k1 + 1)
 		wk := w * (k1 + 1)
 		s.gseen = s.gseen[:0]
-		for _, e := range p.ents {
-			slot, tf := e.slot(), float64(e.tf())
-			if s.acc[slot] == 0 {
-				s.matched = append(s.matched, slot)
+		// The text's occurrences (own, and the addressee's name at Mention).
+		if own != nil {
+			s.addText(own.ents, wk, c0, c1, lens, grpOf, session)
+		}
+		if p := fp[fieldMention]; p != nil {
+			s.addText(p.ents, cfg.Mention*wk, c0, c1, lens, grpOf, session)
+		}
+		// The context and speaker fields: BM25 without length normalisation, not in the
+		// session's score (the context is another turn of the session). With ContextGate a
+		// turn's context counts once the turn matches by its own words or speaker: it is
+		// added after every term's text.
+		for f, fw := range [...]float64{fieldContext: cfg.Context, fieldSpeaker: cfg.Speaker} {
+			p := fp[f]
+			if p == nil {
+				continue
 			}
-			s.acc[slot] += wk * tf / (tf + c0 + c1*float64(lens[slot]))
-			if g := grpOf[slot]; session && g >= 0 {
-				// The session as one document: the term's frequency over its turns.
-				if s.gtf[g] == 0 {
-					s.gseen = append(s.gseen, g)
+			if f == fieldContext && cfg.ContextGate {
+				s.gated = append(s.gated, gatedTerm{p, fw * wk})
+				continue
+			}
+			for _, e := range p.ents {
+				slot, tf := e.slot(), float64(e.tf())
+				if s.acc[slot] == 0 {
+					s.matched = append(s.matched, slot)
 				}
-				s.gtf[g] += tf
+				s.acc[slot] += fw * wk * tf / (tf + k1)
 			}
 		}
 		if !session {
@@ -165,6 +259,14 @@ func (ix *Index) search(s *scratch, qt []qterm, k int) []Hit {
 			s.gtf[g] = 0
 		}
 	}
+	for _, gt := range s.gated {
+		for _, e := range gt.p.ents {
+			if slot, tf := e.slot(), float64(e.tf()); s.acc[slot] > 0 {
+				s.acc[slot] += gt.wk * tf / (tf + k1)
+			}
+		}
+	}
+	s.gated = s.gated[:0]
 	if len(s.matched) == 0 {
 		return nil
 	}
@@ -172,11 +274,14 @@ func (ix *Index) search(s *scratch, qt []qterm, k int) []Hit {
 	rs := s.ranked[:0]
 	lambda := cfg.Session
 	for _, slot := range s.matched {
-		kw := min(float64(ix.docs[slot].weight)*s.acc[slot]/perfect, 1)
+		r := ranked{slot: slot, kw: min(float64(ix.docs[slot].weight)*s.acc[slot]/perfect, 1)}
 		if g := grpOf[slot]; session && g >= 0 {
-			kw = (kw + lambda*min(s.gacc[g]/gPerfect, 1)) / (1 + lambda)
+			ses := lambda * min(s.gacc[g]/gPerfect, 1) / (1 + lambda)
+			r.kw = r.kw/(1+lambda) + ses
+			r.ses = float32(ses)
 		}
-		rs = append(rs, ranked{slot: slot, kw: kw, rel: kw})
+		r.rel = r.kw
+		rs = append(rs, r)
 	}
 	s.ranked = rs
 	rs = ix.top(s, rs, k)
@@ -227,9 +332,11 @@ func (ix *Index) selectTerms(qt []qterm, m int, perfect, gPerfect *float64, sess
 	return out
 }
 
-// ranked is a matched document with its keyword score and its relevance.
+// ranked is a matched document with its keyword score, the part of it that is its session's,
+// and its relevance.
 type ranked struct {
 	slot    int32
+	ses     float32 // for SessionRepeat; small, as top moves ranked values about
 	kw, rel float64
 }
 
@@ -268,9 +375,15 @@ func (ix *Index) top(s *scratch, rs []ranked, k int) []ranked {
 	if gamma < 1 {
 		s.gcount = fit(s.gcount, len(ix.grps))
 	}
+	repeat := ix.cfg.SessionRepeat
 	penalise := func(r *ranked) {
 		if g := ix.grpOf[r.slot]; gamma < 1 && g >= 0 {
-			r.rel = r.kw * math.Pow(gamma, float64(s.gcount[g]))
+			n := float64(s.gcount[g])
+			r.rel = r.kw * math.Pow(gamma, n)
+			if repeat < 1 {
+				ses := float64(r.ses)
+				r.rel = (r.kw-ses)*math.Pow(gamma, n) + ses*math.Pow(gamma*repeat, n)
+			}
 			s.gcount[g]++
 		}
 	}

@@ -1,6 +1,7 @@
 package retrieve
 
 import (
+	"cmp"
 	"container/list"
 	"context"
 	"slices"
@@ -77,6 +78,7 @@ type archiveSession struct {
 	state   *session.State
 	scanned uint64
 	dirty   bool
+	last    lastTurn // the last turn applied, the context of the next one
 }
 
 func newUserView(k userKey) *userView {
@@ -194,6 +196,7 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 		entries []memory.Entry
 		docs    []rank.Prepared // entries' documents, in the same order
 		upTo    uint64
+		last    lastTurn // the last turn read: the session's last once applied
 		foreign bool
 		// reset: the stored session no longer extends what the view read (a forget's
 		// tombstone, or a corrupt state): what the view holds of it goes.
@@ -221,6 +224,8 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 			u.bytes.Add(archivedBytes(e))
 		}
 		u.archIdx.AddPrepared(docs...)
+		u.bytes.Add(int64(len(r.last.tail) - len(r.as.last.tail)))
+		r.as.last = r.last
 		r.as.scanned = r.upTo
 		r.as.dirty = false
 	}
@@ -245,6 +250,9 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 				from = 0
 			}
 			r.upTo = from
+			if from > 0 {
+				r.last = as.last
+			}
 			if h.LastSeq > from {
 				subject := events.SessionFilter(h.Tenant, h.Session)
 				if h.Partition >= 0 {
@@ -258,7 +266,8 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 					e := memory.Entry{ID: t.id, Type: memory.TypeForRole(t.role), Role: t.role, Content: t.content,
 						Timestamp: t.at, Seq: m.Sequence, Metadata: t.metadata} // completed by turnMeta below
 					r.entries = append(r.entries, e)
-					r.docs = append(r.docs, rank.Prepare(rank.Doc{ID: e.ID, Text: e.Content, Group: as.state.Key.Session, Pos: int(e.Seq), Role: e.Role, Time: e.Timestamp, Kind: "turn"}))
+					r.docs = append(r.docs, rank.Prepare(r.last.dialogueDoc(rank.Doc{ID: e.ID, Text: e.Content, Group: as.state.Key.Session,
+						Pos: int(e.Seq), Role: e.Role, Time: e.Timestamp, Kind: "turn"}, e.Metadata)))
 					return nil
 				})
 				if err != nil {
@@ -275,16 +284,20 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 
 // dropSession takes every archived turn of a session out of the view.
 func (u *userView) dropSession(sess string) {
-	var ids []string
-	for id, e := range u.archive {
+	var turns []memory.Entry
+	for _, e := range u.archive {
 		if s, _ := e.Metadata["session"].(string); s == sess {
-			ids = append(ids, id)
+			turns = append(turns, e)
 		}
 	}
-	gone := make([]rank.Doc, 0, len(ids))
-	for _, id := range ids {
-		e := u.archive[id]
-		gone = append(gone, rank.Doc{ID: id, Text: e.Content}) // the text it was indexed with
+	// The documents as they were indexed (text, and the dialogue context each had from the
+	// turn before it), so that the index finds their terms.
+	slices.SortFunc(turns, func(a, b memory.Entry) int { return cmp.Compare(a.Seq, b.Seq) })
+	var last lastTurn
+	gone := make([]rank.Doc, 0, len(turns))
+	for _, e := range turns {
+		id := e.ID
+		gone = append(gone, last.dialogueDoc(rank.Doc{ID: id, Text: e.Content, Role: e.Role}, e.Metadata))
 		delete(u.archive, id)
 		u.archVecs.remove(id)
 		u.bytes.Add(-archivedBytes(e))

@@ -80,12 +80,14 @@ func (v *view) refresh(ctx context.Context, store *session.Store, reader *archiv
 		known[e.ID] = e.Content
 	}
 	var added []rank.Doc
+	var last lastTurn // each turn's dialogue context: the entry before it
 	for _, e := range visible {
+		d := last.dialogueDoc(rank.Doc{ID: e.ID, Text: e.Content, Role: e.Role, Time: e.Timestamp, Kind: string(e.Type)}, e.Metadata)
 		if c, ok := known[e.ID]; !ok || c != e.Content {
 			if ok {
 				gone = append(gone, rank.Doc{ID: e.ID, Text: c})
 			}
-			added = append(added, rank.Doc{ID: e.ID, Text: e.Content, Role: e.Role, Time: e.Timestamp, Kind: string(e.Type)})
+			added = append(added, d)
 		}
 	}
 	v.index.RemoveDocs(gone...)

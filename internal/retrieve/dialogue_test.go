@@ -1,0 +1,54 @@
+package retrieve_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/agentmem/agentmem/pkg/client"
+	"github.com/agentmem/agentmem/pkg/events"
+)
+
+// TestDialogueContextAndSpeakers: turns with named speakers (metadata "name" or "speaker"):
+// a reply is found by the words of the question it answers, and a question about a person
+// ranks the person's own turn above a turn addressing them, from the session's short-term
+// memory and from the archive (another session).
+func TestDialogueContextAndSpeakers(t *testing.T) {
+	e := start(t)
+	turns := func() []client.Turn {
+		return []client.Turn{
+			{Content: "Did your brother teach you to play the guitar?", Metadata: map[string]any{"name": "Calvin"}},
+			{Content: "No, I learned on my own as a kid.", Metadata: map[string]any{"speaker": "Dave"}},
+			{Content: "That's awesome, Dave! I wish I had your hiking pictures too.", Metadata: map[string]any{"name": "Calvin"}},
+			{Content: "Thanks! Last weekend I went hiking in the mountains again.", Metadata: map[string]any{"name": "Dave"}},
+			{Content: "My brother plays the piano in Berlin.", Metadata: map[string]any{"name": "Calvin"}},
+		}
+	}
+	e.seed(t, "chat", "alice", turns())
+	e.seed(t, "later", "alice", []client.Turn{{Content: "Hello again."}})
+	for _, sess := range []string{"chat", "later"} {
+		reply, err := e.cl.Retrieve(context.Background(), events.RetrieveRequest{Query: "Did Dave's brother teach him to play guitar?", Session: sess})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(entryIDs(reply), "chat-01") {
+			t.Errorf("from %s: the reply chat-01 is not found: %v", sess, top(reply))
+		}
+		reply, err = e.cl.Retrieve(context.Background(), events.RetrieveRequest{Query: "Where did Dave go hiking?", Session: sess})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := entryIDs(reply)
+		if own, addr := slices.Index(got, "chat-03"), slices.Index(got, "chat-02"); own < 0 || (addr >= 0 && addr < own) {
+			t.Errorf("from %s: Dave's own turn chat-03 at %d, Calvin's turn addressing him chat-02 at %d: %v", sess, own, addr, top(reply))
+		}
+	}
+}
+
+func entryIDs(r events.RetrieveReply) []string {
+	var out []string
+	for _, e := range r.Entries {
+		out = append(out, e.ID)
+	}
+	return out
+}

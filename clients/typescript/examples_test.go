@@ -55,13 +55,10 @@ func TestTypeScriptExamples(t *testing.T) {
 			if !strings.Contains(out, ex.want) {
 				t.Fatalf("the prompt of the new session lacks %q:\n%s", ex.want, out)
 			}
-			// The new session's question and answer were published too.
-			var s struct {
-				Turns int `json:"turns"`
-			}
-			getJSON(t, base+"/v1/tenants/acme/sessions/"+ex.session, &s)
-			if s.Turns != 2 {
-				t.Fatalf("session %s has %d turns, want the question and the answer", ex.session, s.Turns)
+			// The new session's question and answer were published too (stored when the
+			// example's publish returned; applied by ingest soon after: wait, bounded).
+			if err := waitTurns(base+"/v1/tenants/acme/sessions/"+ex.session, 2, 30*time.Second); err != nil {
+				t.Fatal(err)
 			}
 			src, err := os.ReadFile(filepath.Join("examples", ex.name+".ts"))
 			if err != nil {
@@ -143,22 +140,47 @@ func startHTTP(t *testing.T) string {
 	return srv.URL
 }
 
-func getJSON(t *testing.T, url string, v any) {
-	t.Helper()
+// waitTurns polls the session at url until it holds want turns, for at most timeout.
+func waitTurns(url string, want int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		var s struct {
+			Turns int `json:"turns"`
+		}
+		last = fetchJSON(url, &s)
+		if last == nil && s.Turns == want {
+			return nil
+		}
+		if last == nil {
+			last = fmt.Errorf("session %s has %d turns, want the question and the answer (%d)", url, s.Turns, want)
+		}
+		if time.Now().After(deadline) {
+			return last
+		}
+		<-tick.C
+	}
+}
+
+// fetchJSON decodes the JSON answer of GET url (with the examples' token) into v.
+func fetchJSON(url string, v any) error {
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	req.Header.Set("authorization", "Bearer "+exampleToken)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s", url, resp.Status)
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		t.Fatal(fmt.Errorf("GET %s: %w", url, err))
+		return fmt.Errorf("GET %s: %w", url, err)
 	}
+	return nil
 }

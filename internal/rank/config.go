@@ -14,6 +14,9 @@ const (
 	DefaultSession   = 1.0  // weight of the session's score beside the turn's
 	DefaultDiversity = 0.75 // factor per turn of the same session ranked above
 
+	DefaultQueryRecency = 1   // factor per query line after it
+	DefaultQuerySpeaker = 0.4 // weight of a query line of another speaker than the user
+
 	DefaultMaxQueryTerms = 64 // query terms scored, the most telling first
 )
 
@@ -44,6 +47,16 @@ type Config struct {
 	// that a verbose query (a whole dialogue) costs at most that many postings lists; the
 	// others, the most common, still count in the perfect score. Default 64; Off: all.
 	MaxQueryTerms int
+	// QueryRecency is the factor δ in (0,1] that weighs a query line's terms per line after
+	// it: in a dialogue used as a query (one turn a line, oldest first) the last turns say most
+	// about what to recall. Line i of n weighs δ^(n−1−i) in the query term frequency.
+	// Default DefaultQueryRecency; 1 (or Off) disables.
+	QueryRecency float64
+	// QuerySpeaker is the weight in (0,1] of a query line marked with a role other than the
+	// user's ("assistant: ..."; see [ParseQuery]): the user's own words say more about the
+	// user's memories than the assistant's replies. Default DefaultQuerySpeaker; 1 (or Off)
+	// disables.
+	QuerySpeaker float64
 }
 
 // Off is the value of a Config field that switches its component off.
@@ -66,6 +79,14 @@ func (c Config) withDefaults() Config {
 	def(&c.Diversity, DefaultDiversity)
 	if c.MaxQueryTerms == 0 {
 		c.MaxQueryTerms = DefaultMaxQueryTerms
+	}
+	def(&c.QueryRecency, DefaultQueryRecency)
+	def(&c.QuerySpeaker, DefaultQuerySpeaker)
+	if c.QueryRecency == Off {
+		c.QueryRecency = 1
+	}
+	if c.QuerySpeaker == Off {
+		c.QuerySpeaker = 1
 	}
 	if c.AgentTurn == Off {
 		c.AgentTurn = 1
@@ -99,6 +120,10 @@ func (c Config) Validate() error {
 		return bad("Session", c.Session, ">= 0 or Off")
 	case !(c.Diversity > 0 && c.Diversity <= 1):
 		return bad("Diversity", c.Diversity, "in (0,1] or Off")
+	case !(c.QueryRecency > 0 && c.QueryRecency <= 1):
+		return bad("QueryRecency", c.QueryRecency, "in (0,1] or Off")
+	case !(c.QuerySpeaker > 0 && c.QuerySpeaker <= 1):
+		return bad("QuerySpeaker", c.QuerySpeaker, "in (0,1] or Off")
 	case c.MaxQueryTerms < 0 && c.MaxQueryTerms != int(Off):
 		return bad("MaxQueryTerms", float64(c.MaxQueryTerms), "> 0 or Off")
 	}

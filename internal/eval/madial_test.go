@@ -134,7 +134,7 @@ func TestMADialSet(t *testing.T) {
 	}
 	q := set.Queries[1]
 	if q.ID != "1" || q.Group != "u2" || q.Tenant != "madial-zh" || q.Request.User != "u2" || *q.Request.Limit != 20 ||
-		q.Request.Query != "我的小猫今天特别调皮。\n它做了什么？" ||
+		q.Request.Query != "我的小猫今天特别调皮。\nassistant: 它做了什么？" ||
 		!q.Request.At.Equal(time.Date(2024, 10, 24, 12, 0, 0, 0, time.UTC)) {
 		t.Errorf("query %+v %q", q, q.Request.Query)
 	}

@@ -79,10 +79,10 @@ type archiveSession struct {
 	dirty   bool
 }
 
-func newUserView(k userKey) *userView {
+func newUserView(k userKey, rc rank.Config) *userView {
 	return &userView{
-		key: k, long: map[string]memory.Entry{}, longIdx: rank.NewIndex(longRank),
-		sessions: map[string]*archiveSession{}, archive: map[string]memory.Entry{}, archIdx: rank.NewIndex(archiveRank),
+		key: k, long: map[string]memory.Entry{}, longIdx: rank.NewIndex(rc),
+		sessions: map[string]*archiveSession{}, archive: map[string]memory.Entry{}, archIdx: rank.NewIndex(rc),
 		vecs: newStoredVectors(),
 	}
 }
@@ -324,14 +324,15 @@ func withSession(md map[string]any, sess string) map[string]any {
 type userCache struct {
 	mu       sync.Mutex
 	maxBytes int
+	rank     rank.Config // of each user's long-term and archive index
 	items    map[userKey]*list.Element
 	order    *list.List
 	// owners maps "<tenant>.<session>" to the users whose archive holds that session.
 	owners map[string][]userKey
 }
 
-func newUserCache(maxBytes int) *userCache {
-	return &userCache{maxBytes: maxBytes, items: map[userKey]*list.Element{}, order: list.New(), owners: map[string][]userKey{}}
+func newUserCache(maxBytes int, rc rank.Config) *userCache {
+	return &userCache{maxBytes: maxBytes, rank: rc, items: map[userKey]*list.Element{}, order: list.New(), owners: map[string][]userKey{}}
 }
 
 func (c *userCache) get(k userKey) *userView {
@@ -341,7 +342,7 @@ func (c *userCache) get(k userKey) *userView {
 		c.order.MoveToFront(el)
 		return el.Value.(*userView)
 	}
-	v := newUserView(k)
+	v := newUserView(k, c.rank)
 	c.items[k] = c.order.PushFront(v)
 	return v
 }

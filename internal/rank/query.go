@@ -90,3 +90,20 @@ func (c *Config) queryTerms(query string) []qterm {
 	}
 	return out
 }
+
+// QueryText is query without its lines' role markers (see [ParseQuery]), one line a turn: what an
+// embedder should read, the markers being no part of what was said.
+func QueryText(query string) string {
+	lines := ParseQuery(query)
+	if len(lines) == 1 && lines[0].Role == "" {
+		return lines[0].Text
+	}
+	var b strings.Builder
+	for i, l := range lines {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(l.Text)
+	}
+	return b.String()
+}

@@ -65,3 +65,15 @@ func TestValidateQueryWeights(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+func TestQueryText(t *testing.T) {
+	for q, want := range map[string]string{
+		"what pet do I have?":                        "what pet do I have?",
+		"I have a cat\nassistant: what is its name?": "I have a cat\nwhat is its name?",
+		"user: hi\n\n  ASSISTANT:  你好 ":              "hi\n你好",
+	} {
+		if got := QueryText(q); got != want {
+			t.Errorf("QueryText(%q) = %q, want %q", q, got, want)
+		}
+	}
+}

@@ -2,6 +2,8 @@ package retrieve_test
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,11 +21,17 @@ import (
 
 // startRank is start with the given ranking configuration.
 func startRank(t *testing.T, rc rank.Config) *env {
+	return startWith(t, retrieve.Config{Rank: rc})
+}
+
+// startWith is start with the given retriever configuration (its clock is start's).
+func startWith(t *testing.T, rcfg retrieve.Config) *env {
 	t.Helper()
+	rcfg.Now = func() time.Time { return day.Add(48 * time.Hour) }
 	cfg := daemon.Config{
 		Broker:   broker.Config{Listen: "127.0.0.1:-1", DataDir: t.TempDir()},
 		Ingest:   ingest.Config{IdleTimeout: -1},
-		Retrieve: retrieve.Config{Now: func() time.Time { return day.Add(48 * time.Hour) }, Rank: rc},
+		Retrieve: rcfg,
 	}
 	d, err := daemon.Start(context.Background(), cfg, zerolog.Nop())
 	if err != nil {
@@ -79,5 +87,39 @@ func TestConfigRankValidated(t *testing.T) {
 	cfg := retrieve.Config{Rank: rank.Config{QuerySpeaker: 2}}
 	if _, err := retrieve.New(context.Background(), cfg, nil, nil, zerolog.Nop()); err == nil {
 		t.Fatal("a QuerySpeaker of 2 was accepted")
+	}
+}
+
+// recordingEmbedder embeds every text as the same vector and records the texts.
+type recordingEmbedder struct {
+	mu    sync.Mutex
+	texts []string
+}
+
+func (r *recordingEmbedder) Name() string { return "test:recording" }
+
+func (r *recordingEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	r.mu.Lock()
+	r.texts = append(r.texts, texts...)
+	r.mu.Unlock()
+	out := make([][]float32, len(texts))
+	for i := range out {
+		out[i] = []float32{1, 0, 0}
+	}
+	return out, nil
+}
+
+// The embedder reads a dialogue query without its role markers: they are no part of what was said.
+func TestEmbedderReadsTheQueryWithoutRoleMarkers(t *testing.T) {
+	emb := &recordingEmbedder{}
+	e := startWith(t, retrieve.Config{Embedder: emb})
+	e.seed(t, "s1", "alice", []client.Turn{{Content: "my cat is called Snow"}})
+	if _, err := e.cl.Retrieve(context.Background(), events.RetrieveRequest{Query: "I have a cat\nassistant: what is its name?", Session: "s1", User: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	emb.mu.Lock()
+	defer emb.mu.Unlock()
+	if !slices.Contains(emb.texts, "I have a cat\nwhat is its name?") {
+		t.Errorf("embedded %q, want the query without its marker", emb.texts)
 	}
 }

@@ -377,7 +377,8 @@ func (s *Service) Retrieve(ctx context.Context, tenant string, req events.Retrie
 	if emb := s.queryEmbedder(); emb != nil {
 		model = emb.Name()
 		start := time.Now()
-		vs, err := emb.Embed(ctx, []string{req.Query})
+		// The embedder reads what was said: the query without its lines' role markers.
+		vs, err := emb.Embed(ctx, []string{rank.QueryText(req.Query)})
 		s.cfg.Metrics.RetrieveSource("embed", time.Since(start))
 		if err == nil && len(vs) == 1 {
 			qv = vs[0]

@@ -67,10 +67,10 @@ lint: ## go vet and staticcheck (package comments included), of the main module 
 bench: ## Go benchmarks: token counting, search, ingest end to end next to raw JetStream
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
 
-EVAL_ARGS ?= --ablation
+EVAL_ARGS ?= --ablation --embed local
 EVAL_DATA ?= ../shared/data
 
-eval: ## retrieval recall on the dev sets in $(EVAL_DATA) (LongMemEval_S, MADial-Bench) beside BM25: keyword only, vectors only and fused, with the local embedder and without; EVAL_ARGS="--n 20" for a quick look at the default configuration
+eval: ## retrieval recall on the dev sets in $(EVAL_DATA) (LongMemEval_S, MADial-Bench) beside BM25, as an ablation table: keywords with each ranking technique on and off, the local embedder's vectors alone and fused (about 10 minutes); EVAL_ARGS="--n 20" for a quick look at the default configuration
 	@test -d "$(EVAL_DATA)/longmemeval" || { echo "make eval: no dev sets in $(EVAL_DATA) (want longmemeval/ and madial_bench/): run make eval EVAL_DATA=/path/to/data"; exit 2; }
 	$(GO) run ./cmd/memeval --data $(EVAL_DATA) $(EVAL_ARGS)
 

@@ -6,9 +6,10 @@
 //
 // The in-process service uses the embedder of --embed (the same flags as memoryd: auto, local,
 // off, or an OpenAI-compatible endpoint with --embed-base-url) and ranks by --rank (fused,
-// keyword or vector). --ablation runs every set under each configuration (no embedder; the
-// embedder with vectors alone; the embedder fused with keywords), each on a fresh service, and
-// ends with one table of them.
+// keyword or vector). --ablation runs every set under each configuration, each on a fresh
+// service: keywords alone with the default ranking and with each technique of eval.Techniques
+// switched; the embedder (--embed local, or a model) with vectors alone and fused with keywords;
+// and ends with one table of them.
 package main
 
 import (
@@ -32,6 +33,7 @@ import (
 	"github.com/agentmem/agentmem/internal/daemon"
 	"github.com/agentmem/agentmem/internal/eval"
 	"github.com/agentmem/agentmem/internal/ingest"
+	"github.com/agentmem/agentmem/internal/rank"
 	"github.com/agentmem/agentmem/internal/retrieve"
 )
 
@@ -68,9 +70,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (the in-process service included) to this file")
 	quiet := fs.Bool("quiet", false, "no progress bar (there is none either when stderr is not a terminal)")
 	embedFlags := settings.BindEmbed(fs)
-	rank := fs.String("rank", retrieve.RankFused, "what the in-process retriever ranks by: fused (keyword and vector relevance), keyword or vector")
+	rankBy := fs.String("rank", retrieve.RankFused, "what the in-process retriever ranks by: fused (keyword and vector relevance), keyword or vector")
 	vectorWeight := fs.Float64("vector-weight", 0, "weight of vector relevance in the fusion (0: the retriever's default)")
-	ablation := fs.Bool("ablation", false, "run the sets under: no embedder; the --embed embedder ranking by vectors alone; fused; then print one table")
+	ablation := fs.Bool("ablation", false, "run the sets under: keywords with the default ranking and with each ranking technique switched; the --embed embedder ranking by vectors alone; fused; then print one table")
 	logf := settings.BindLog(fs)
 	if err := settings.Parse(fs, args); err != nil {
 		return err
@@ -93,7 +95,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fusion := retrieve.Fusion{Rank: *rank, VectorWeight: *vectorWeight}
+	fusion := retrieve.Fusion{Rank: *rankBy, VectorWeight: *vectorWeight}
 	if err := fusion.Validate(); err != nil {
 		return err
 	}
@@ -149,22 +151,32 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			name = emb.Name()
 		}
 		var rows []eval.AblationRow
-		for _, c := range []struct {
-			emb  retrieve.Embedder
-			name string
-			rank string
-		}{{nil, "none", retrieve.RankKeyword}, {emb, name, retrieve.RankVector}, {emb, name, retrieve.RankFused}} {
-			if c.emb == nil && c.rank != retrieve.RankKeyword {
-				continue
-			}
-			fmt.Fprintf(stdout, "#### embedder %s, rank %s\n\n", c.name, c.rank)
+		// Keywords alone under the default ranking and each technique switched; then the
+		// embedder's vectors alone and fused with the default ranking.
+		labels, configs := eval.Ablation(eval.Techniques)
+		type conf struct {
+			emb           retrieve.Embedder
+			name, rank    string
+			ranking       string
+			rankingConfig rank.Config
+		}
+		var confs []conf
+		for i := range labels {
+			confs = append(confs, conf{nil, "none", retrieve.RankKeyword, labels[i], configs[i]})
+		}
+		if emb != nil {
+			confs = append(confs, conf{emb, name, retrieve.RankVector, labels[0], configs[0]},
+				conf{emb, name, retrieve.RankFused, labels[0], configs[0]})
+		}
+		for _, c := range confs {
+			fmt.Fprintf(stdout, "#### embedder %s, rank %s, ranking %s\n\n", c.name, c.rank, c.ranking)
 			run := svc
-			run.embedder, run.fusion.Rank = c.emb, c.rank
+			run.embedder, run.fusion.Rank, run.rank = c.emb, c.rank, c.rankingConfig
 			rep, err := run.eval(ctx, cfg, stdout, details, log)
 			if err != nil {
 				return err
 			}
-			rows = append(rows, eval.AblationRow{Embedder: c.name, Rank: c.rank, Report: rep})
+			rows = append(rows, eval.AblationRow{Embedder: c.name, Rank: c.rank, Ranking: c.ranking, Report: rep})
 		}
 		fmt.Fprintf(stdout, "#### ablation (overall)\n\n")
 		eval.PrintAblation(stdout, rows)
@@ -182,6 +194,7 @@ type service struct {
 	conn     *settings.Conn
 	embedder retrieve.Embedder
 	fusion   retrieve.Fusion
+	rank     rank.Config
 	logf     *settings.Log
 	stderr   io.Writer
 	level    string
@@ -211,7 +224,7 @@ func (s service) eval(ctx context.Context, cfg eval.Config, stdout, details io.W
 		d, err := daemon.Start(ctx, daemon.Config{
 			Broker:   broker.Config{Listen: "127.0.0.1:-1", DataDir: dir, Durability: broker.DurabilityInterval},
 			Ingest:   ingest.Config{IdleTimeout: -1},
-			Retrieve: retrieve.Config{Embedder: s.embedder, Fusion: s.fusion},
+			Retrieve: retrieve.Config{Embedder: s.embedder, Fusion: s.fusion, Rank: s.rank},
 		}, svcLog)
 		if err != nil {
 			return eval.Report{}, fmt.Errorf("starting the in-process service: %w", err)

@@ -5,13 +5,60 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/agentmem/agentmem/internal/rank"
 )
 
 // AblationRow is one configuration of an ablation and what it measured.
 type AblationRow struct {
-	// Embedder and Rank name the configuration (e.g. "local", "fused").
-	Embedder, Rank string
-	Report         Report
+	// Embedder and Rank name the configuration (e.g. "local", "fused"); Ranking names the
+	// keyword ranking's configuration ("defaults", "- session diversity", "+ query recency").
+	Embedder, Rank, Ranking string
+	Report                  Report
+}
+
+// Technique is a ranking technique an ablation switches: Switch turns it off when it is on by
+// default (On), on otherwise, in a rank.Config that starts from the defaults.
+type Technique struct {
+	Name   string
+	On     bool
+	Switch func(*rank.Config)
+}
+
+// Label is the technique's row label: "- name" for one switched off, "+ name" for one switched on.
+func (t Technique) Label() string {
+	if t.On {
+		return "- " + t.Name
+	}
+	return "+ " + t.Name
+}
+
+// Techniques are the ranking techniques `memeval --ablation` switches one at a time (keyword
+// ranking, no embedder), each on a fresh service: one line each.
+var Techniques = []Technique{
+	{"query tf saturation", true, func(c *rank.Config) { c.QueryK3 = rank.Off }},
+	{"query term cap", true, func(c *rank.Config) { c.MaxQueryTerms = int(rank.Off) }},
+	{"query speaker weight", true, func(c *rank.Config) { c.QuerySpeaker = rank.Off }},
+	{"query recency 0.9", false, func(c *rank.Config) { c.QueryRecency = 0.9 }},
+	{"agent turn weight", true, func(c *rank.Config) { c.AgentTurn = rank.Off }},
+	{"session evidence", true, func(c *rank.Config) { c.Session = rank.Off }},
+	{"session diversity", true, func(c *rank.Config) { c.Diversity = rank.Off }},
+	{"session repeat 0.5", false, func(c *rank.Config) { c.SessionRepeat = 0.5 }},
+	{"context field", true, func(c *rank.Config) { c.Context = rank.Off }},
+	{"speaker field", true, func(c *rank.Config) { c.Speaker = rank.Off }},
+	{"mention weight", true, func(c *rank.Config) { c.Mention = rank.Off }},
+}
+
+// Ablation returns the rank configurations of an ablation over techniques: the defaults first,
+// then each technique switched, labelled.
+func Ablation(techniques []Technique) (labels []string, configs []rank.Config) {
+	labels, configs = append(labels, "defaults"), append(configs, rank.Config{})
+	for _, t := range techniques {
+		var c rank.Config
+		t.Switch(&c)
+		labels, configs = append(labels, t.Label()), append(configs, c)
+	}
+	return labels, configs
 }
 
 // ablationColumns are the overall metrics an ablation table shows, per set.
@@ -22,16 +69,23 @@ var ablationColumns = []struct{ set, metric string }{
 }
 
 // PrintAblation prints one row per configuration with the overall recall of every set the rows
-// measured ("-" where a set was not run).
+// measured ("-" where a set was not run), and the MADial sets' retrieve latency (p50/p99 in ms:
+// their two users are loaded by their first question, so it is mostly warm; LongMemEval's is
+// not, each question being a new user).
 func PrintAblation(out io.Writer, rows []AblationRow) {
 	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-	headers := []string{"embedder", "rank"}
+	headers := []string{"embedder", "rank", "ranking"}
 	for _, c := range ablationColumns {
 		headers = append(headers, c.set+" "+c.metric)
 	}
+	headers = append(headers, "zh p50/p99 ms", "en p50/p99 ms")
 	fmt.Fprintln(tw, strings.Join(headers, "\t"))
 	for _, r := range rows {
-		row := []string{r.Embedder, r.Rank}
+		ranking := r.Ranking
+		if ranking == "" {
+			ranking = "defaults"
+		}
+		row := []string{r.Embedder, r.Rank, ranking}
 		for _, c := range ablationColumns {
 			v := "-"
 			for _, sr := range r.Report.Sets {
@@ -43,7 +97,23 @@ func PrintAblation(out io.Writer, rows []AblationRow) {
 			}
 			row = append(row, v)
 		}
+		row = append(row, latencyCells(r.Report)...)
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
 	_ = tw.Flush()
+}
+
+// latencyCells are the p50/p99 retrieve latency of the MADial sets of rep ("-" when not run).
+func latencyCells(rep Report) []string {
+	var out []string
+	for _, set := range []string{SetMADialZH, SetMADialEN} {
+		v := "-"
+		for _, sr := range rep.Sets {
+			if sr.Name == set && sr.Latency.N > 0 {
+				v = fmt.Sprintf("%.1f/%.1f", sr.Latency.P50, sr.Latency.P99)
+			}
+		}
+		out = append(out, v)
+	}
+	return out
 }

@@ -203,11 +203,13 @@ func MADialSessions(mems []MADialMem, tenant string) []Session {
 var madialSpeakerRE = regexp.MustCompile(`^<[^<>]*>\s*:+\s*`)
 
 // MADialQuery is the text of the dialogue lines before line before, one line per turn, without
-// the <BOD>/<EOD> markers, the "<Name>:" speaker markers and the quotes around each line. When
+// the <BOD>/<EOD> markers, the "<Name>:" speaker markers and the quotes around each line; the
+// assistant's lines are marked "assistant: " (the retrieve query's convention for a dialogue,
+// docs/protocol.md), the user's are not. When
 // longer than maxRunes (> 0) it keeps the last whole lines that fit, or the last maxRunes
 // characters of the last line.
 func MADialQuery(dialogue []string, before, maxRunes int) string {
-	var lines []string
+	var lines, roles []string
 	for i, l := range dialogue {
 		if i >= before {
 			break
@@ -216,29 +218,41 @@ func MADialQuery(dialogue []string, before, maxRunes int) string {
 		for _, tag := range []string{"<BOD>", "<EOD>"} {
 			l = strings.TrimSpace(strings.TrimPrefix(l, tag))
 		}
+		role := ""
+		if m := madialSpeakerRE.FindString(l); strings.HasPrefix(strings.ToLower(m), "<assistant>") {
+			role = "assistant: "
+		}
 		l = madialSpeakerRE.ReplaceAllString(l, "")
 		l = strings.TrimSpace(strings.Trim(l, "\"“”「」 \t\r\n"))
 		if l != "" {
-			lines = append(lines, l)
+			lines, roles = append(lines, l), append(roles, role)
 		}
 	}
-	if maxRunes <= 0 {
-		return strings.Join(lines, "\n")
-	}
-	start, n := len(lines), 0
-	for start > 0 {
-		r := utf8.RuneCountInString(lines[start-1]) + 1
-		if n+r > maxRunes+1 && start < len(lines) {
-			break
+	// The budget counts the lines' text, not their role markers.
+	start := 0
+	if maxRunes > 0 {
+		n := 0
+		for start = len(lines); start > 0; start-- {
+			r := utf8.RuneCountInString(lines[start-1]) + 1
+			if n+r > maxRunes+1 && start < len(lines) {
+				break
+			}
+			n += r
 		}
-		n += r
-		start--
+		if last := len(lines) - 1; start == last {
+			if rs := []rune(lines[last]); len(rs) > maxRunes {
+				lines[last] = strings.TrimSpace(string(rs[len(rs)-maxRunes:]))
+			}
+		}
 	}
-	q := strings.Join(lines[start:], "\n")
-	if rs := []rune(q); len(rs) > maxRunes {
-		q = strings.TrimSpace(string(rs[len(rs)-maxRunes:]))
+	var b strings.Builder
+	for i := start; i < len(lines); i++ {
+		if i > start {
+			b.WriteByte('\n')
+		}
+		b.WriteString(roles[i] + lines[i])
 	}
-	return q
+	return b.String()
 }
 
 // madialBaselines are BM25 over the user's own memories (shared/data/baselines.md).

@@ -104,14 +104,14 @@ func TestMADialQuery(t *testing.T) {
 		before, max int
 		want        string
 	}{
-		{4, 0, "Hello there\nHi!\nGuess what"},
-		{4, 1000, "Hello there\nHi!\nGuess what"},
+		{4, 0, "Hello there\nassistant: Hi!\nGuess what"},
+		{4, 1000, "Hello there\nassistant: Hi!\nGuess what"},
 		{2, 1000, "Hello there"},
-		{4, 14, "Hi!\nGuess what"}, // whole lines that fit
+		{4, 14, "assistant: Hi!\nGuess what"}, // whole lines that fit; markers do not count
 		{4, 13, "Guess what"},
 		{4, 5, "what"}, // the last line alone is too long: its last characters
 		{0, 1000, ""},
-		{99, 1000, "Hello there\nHi!\nGuess what\ntest turn"},
+		{99, 1000, "Hello there\nassistant: Hi!\nGuess what\nassistant: test turn"},
 	}
 	for _, tt := range tests {
 		if got := MADialQuery(dialogue, tt.before, tt.max); got != tt.want {
@@ -119,7 +119,7 @@ func TestMADialQuery(t *testing.T) {
 		}
 	}
 	zh := []string{"<BOD>\n", "<Lisa>:\"我的小猫今天特别调皮。\"\n", "<Assistant>:\"它做了什么？\"\n"}
-	if got := MADialQuery(zh, 3, 8); got != "它做了什么？" {
+	if got := MADialQuery(zh, 3, 8); got != "assistant: 它做了什么？" {
 		t.Errorf("zh cut = %q", got)
 	}
 }
@@ -134,7 +134,7 @@ func TestMADialSet(t *testing.T) {
 	}
 	q := set.Queries[1]
 	if q.ID != "1" || q.Group != "u2" || q.Tenant != "madial-zh" || q.Request.User != "u2" || *q.Request.Limit != 20 ||
-		q.Request.Query != "我的小猫今天特别调皮。\n它做了什么？" ||
+		q.Request.Query != "我的小猫今天特别调皮。\nassistant: 它做了什么？" ||
 		!q.Request.At.Equal(time.Date(2024, 10, 24, 12, 0, 0, 0, time.UTC)) {
 		t.Errorf("query %+v %q", q, q.Request.Query)
 	}

@@ -19,6 +19,9 @@ const (
 	DefaultMention       = 0.25 // weight of the addressee's name in a reply to them
 	DefaultContextUpTo   = 40   // longest turn (terms) given a context field
 
+	DefaultQueryRecency = 1   // factor per query line after it
+	DefaultQuerySpeaker = 0.4 // weight of a query line of another speaker than the user
+
 	DefaultMaxQueryTerms = 64 // query terms scored, the most telling first
 )
 
@@ -75,6 +78,16 @@ type Config struct {
 	// that a verbose query (a whole dialogue) costs at most that many postings lists; the
 	// others, the most common, still count in the perfect score. Default 64; Off: all.
 	MaxQueryTerms int
+	// QueryRecency is the factor δ in (0,1] that weighs a query line's terms per line after
+	// it: in a dialogue used as a query (one turn a line, oldest first) the last turns say most
+	// about what to recall. Line i of n weighs δ^(n−1−i) in the query term frequency.
+	// Default DefaultQueryRecency; 1 (or Off) disables.
+	QueryRecency float64
+	// QuerySpeaker is the weight in (0,1] of a query line marked with a role other than the
+	// user's ("assistant: ..."; see [ParseQuery]): the user's own words say more about the
+	// user's memories than the assistant's replies. Default DefaultQuerySpeaker; 1 (or Off)
+	// disables.
+	QuerySpeaker float64
 }
 
 // Off is the value of a Config field that switches its component off.
@@ -104,6 +117,14 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ContextUpTo == 0 {
 		c.ContextUpTo = DefaultContextUpTo
+	}
+	def(&c.QueryRecency, DefaultQueryRecency)
+	def(&c.QuerySpeaker, DefaultQuerySpeaker)
+	if c.QueryRecency == Off {
+		c.QueryRecency = 1
+	}
+	if c.QuerySpeaker == Off {
+		c.QuerySpeaker = 1
 	}
 	if c.AgentTurn == Off {
 		c.AgentTurn = 1
@@ -159,6 +180,10 @@ func (c Config) Validate() error {
 		return bad("Mention", c.Mention, "in (0,1] or Off")
 	case c.ContextUpTo < 0 && c.ContextUpTo != int(Off):
 		return bad("ContextUpTo", float64(c.ContextUpTo), "> 0 or Off")
+	case !(c.QueryRecency > 0 && c.QueryRecency <= 1):
+		return bad("QueryRecency", c.QueryRecency, "in (0,1] or Off")
+	case !(c.QuerySpeaker > 0 && c.QuerySpeaker <= 1):
+		return bad("QuerySpeaker", c.QuerySpeaker, "in (0,1] or Off")
 	case c.MaxQueryTerms < 0 && c.MaxQueryTerms != int(Off):
 		return bad("MaxQueryTerms", float64(c.MaxQueryTerms), "> 0 or Off")
 	}

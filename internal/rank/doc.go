@@ -50,6 +50,12 @@
 //   - Query tf saturation: long queries (a dialogue) favour their recurring terms without
 //     letting one dominate. MADial recall@10 zh 0.658 → 0.668, en 0.650 → 0.669 (the final
 //     method, with the 64-term cap, 0.680 and 0.669). No effect on questions.
+//   - Query line weights: a query of several lines is a dialogue, oldest first ([ParseQuery]);
+//     a line marked "assistant:" (any role but the user's) counts its terms at QuerySpeaker
+//     (0.4) in qtf. MADial R@1 zh 0.305 → 0.322, en 0.275 → 0.297, R@10 unchanged (0.680,
+//     0.669 → 0.673). A recency factor per line (QueryRecency) is available, off: it did not
+//     help. Restricted pseudo-relevance feedback (top 1-3 documents, weight 0.1-0.3) lost
+//     0.01-0.05 of R@10 (docs/retrieval.md).
 //   - The agent-turn weight: what a user's memory must recall is mostly what the user said;
 //     agent turns are long and match many query terms. LongMemEval T-R_any@10 0.878 → 0.898
 //     alone; without it the final method loses 0.07 of T-R_any@10.

@@ -255,24 +255,38 @@ func loadMemories(path string) (map[string]madialMemory, error) {
 var speakerMarker = regexp.MustCompile(`^<[^>]*>\s*:\s*`)
 
 // madialQueryText is the dialogue before the first test turn, one line per turn without the
-// <BOD>/<EOD> markers, the speaker markers and the quotes, cut to its last 1,000 characters.
+// <BOD>/<EOD> markers, the speaker markers and the quotes, cut to its last 1,000 characters;
+// the assistant's lines are marked "assistant: " (see ParseQuery), which the cut does not count.
 func madialQueryText(dialogue []string, testTurns []int) string {
 	first := slices.Min(testTurns)
 	var lines []string
+	var agent []bool
 	for _, line := range dialogue[:min(first, len(dialogue))] {
 		line = strings.TrimSpace(line)
 		if line == "<BOD>" || line == "<EOD>" || line == "" {
 			continue
 		}
+		agent = append(agent, strings.HasPrefix(line, "<Assistant>"))
 		line = speakerMarker.ReplaceAllString(line, "")
 		line = strings.TrimSpace(strings.Trim(strings.TrimSpace(line), "\"“”"))
 		lines = append(lines, line)
 	}
-	r := []rune(strings.Join(lines, "\n"))
-	if len(r) > 1000 {
-		r = r[len(r)-1000:]
+	budget := 1000
+	var out []string
+	for i := len(lines) - 1; i >= 0 && budget > 0; i-- {
+		r := []rune(lines[i])
+		if len(r) > budget {
+			r = r[len(r)-budget:]
+		}
+		budget -= len(r) + 1
+		l := string(r)
+		if agent[i] {
+			l = "assistant: " + l
+		}
+		out = append(out, l)
 	}
-	return string(r)
+	slices.Reverse(out)
+	return strings.Join(out, "\n")
 }
 
 func loadMADial(dir string) (map[string]*madialSet, error) {
@@ -415,6 +429,8 @@ func devMethods() []method {
 		all("final - mention weight", cfgRanker(Config{Mention: Off})),
 		all("final - query term cap (all terms)", cfgRanker(Config{MaxQueryTerms: int(Off)})),
 		all("final + session repeat 0.5 [out]", cfgRanker(Config{SessionRepeat: 0.5})),
+		all("final - query speaker weight", cfgRanker(Config{QuerySpeaker: Off})),
+		all("final + query recency 0.9 [out]", cfgRanker(Config{QueryRecency: 0.9})),
 		all("final + char n-gram TF-IDF 0.5 [out]", vecRanker{Config{}, charCosine, 0.5}),
 		all("final + LSA k=100 0.3 [out]", vecRanker{Config{}, lsaCosine(100), 0.3}),
 

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"sync"
 	"unsafe"
-
-	"github.com/agentmem/agentmem/internal/search"
 )
 
 // Hit is a document found by [Index.Search].
@@ -22,37 +20,6 @@ type Hit struct {
 	HasVector bool
 	// Relevance in [0,1] orders the hits: Keyword times the session-diversity factor.
 	Relevance float64
-}
-
-// qterm is a distinct query term with its weight.
-type qterm struct {
-	term string
-	w    float64
-}
-
-// queryTerms returns the distinct terms of query, in first-seen order, with their weights
-// (k3+1)·qtf/(k3+qtf), or 1 with QueryK3 off.
-func (c *Config) queryTerms(query string) []qterm {
-	terms := search.Terms(query)
-	idx := make(map[string]int, len(terms))
-	out := make([]qterm, 0, len(terms))
-	for _, t := range terms {
-		if i, ok := idx[t]; ok {
-			out[i].w++
-			continue
-		}
-		idx[t] = len(out)
-		out = append(out, qterm{term: t, w: 1})
-	}
-	for i := range out {
-		if c.QueryK3 == Off {
-			out[i].w = 1
-		} else {
-			f := out[i].w
-			out[i].w = (c.QueryK3 + 1) * f / (c.QueryK3 + f)
-		}
-	}
-	return out
 }
 
 // scratch holds the working arrays of one search, reused through a pool.

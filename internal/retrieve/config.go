@@ -59,14 +59,20 @@ type Config struct {
 	MaxUserBytes int
 	// Now is the clock used when a request has no "at" (default time.Now).
 	Now func() time.Time
-	// Embedder, when set, embeds queries and adds vector relevance to keyword relevance (the
-	// commands default to the local word-vector embedder, package wordvec, or an
-	// OpenAI-compatible endpoint; docs/embeddings.md). Nil: keywords only, scores.vector absent.
+	// Embedder, when set, embeds queries and adds vector relevance to keyword relevance (an
+	// OpenAI-compatible endpoint, or with --embed local the shipped word-vector embedder, package
+	// wordvec; docs/embeddings.md). Nil, the commands' default without a model: keywords only,
+	// scores.vector absent.
 	Embedder Embedder
 	// PreviousEmbedder, when set, is the model Embedder replaces: queries are embedded with it and
 	// compared with its stored vectors until the vector bucket marks Embedder's model complete
 	// (memctl reembed), then with Embedder's (docs/vectors.md).
 	PreviousEmbedder Embedder
+	// Rank configures the keyword ranking of every source (internal/rank); the zero value is
+	// the measured default. The archive uses session evidence and diversity (its documents are
+	// grouped by session); short-term and long-term entries are ranked alone. memeval's
+	// ablation switches its techniques off one by one.
+	Rank rank.Config
 	// Fusion says how keyword and vector relevance combine (fusion.go); the zero value is the
 	// tuned default.
 	Fusion Fusion
@@ -119,6 +125,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("retrieve: decay of %s: %w", t, err)
 		}
 	}
+	if err := c.Rank.Validate(); err != nil {
+		return fmt.Errorf("retrieve: rank: %w", err)
+	}
 	if err := c.Fusion.Validate(); err != nil {
 		return err
 	}
@@ -134,11 +143,3 @@ func (c Config) decay(t memory.Type) memory.Decay {
 	}
 	return c.Decay
 }
-
-// The ranking of each source (internal/rank): the archive uses session evidence and diversity
-// (its documents are grouped by session); short-term and long-term entries are ranked alone.
-var (
-	shortRank   = rank.Config{}
-	longRank    = rank.Config{}
-	archiveRank = rank.Config{}
-)

@@ -94,7 +94,7 @@ func New(ctx context.Context, cfg Config, nc *nats.Conn, js jetstream.JetStream,
 	}
 	return &Service{
 		vectors: vs,
-		users:   newUserCache(cfg.MaxUserBytes),
+		users:   newUserCache(cfg.MaxUserBytes, cfg.Rank),
 		long:    long,
 		js:      js,
 		cfg:     cfg,
@@ -102,7 +102,7 @@ func New(ctx context.Context, cfg Config, nc *nats.Conn, js jetstream.JetStream,
 		store:   store,
 		reader:  archive.NewReader(js, cfg.Topology.TurnsStream()),
 		dlq:     deadletter.NewReader(js, cfg.Topology),
-		views:   newViewCache(cfg.CachedSessions),
+		views:   newViewCache(cfg.CachedSessions, cfg.Rank),
 		counter: counter,
 		log:     log.With().Str("component", "retriever").Logger(),
 		sem:     make(chan struct{}, cfg.Concurrency),
@@ -377,7 +377,8 @@ func (s *Service) Retrieve(ctx context.Context, tenant string, req events.Retrie
 	if emb := s.queryEmbedder(); emb != nil {
 		model = emb.Name()
 		start := time.Now()
-		vs, err := emb.Embed(ctx, []string{req.Query})
+		// The embedder reads what was said: the query without its lines' role markers.
+		vs, err := emb.Embed(ctx, []string{rank.QueryText(req.Query)})
 		s.cfg.Metrics.RetrieveSource("embed", time.Since(start))
 		if err == nil && len(vs) == 1 {
 			qv = vs[0]

@@ -81,10 +81,10 @@ type archiveSession struct {
 	last    lastTurn // the last turn applied, the context of the next one
 }
 
-func newUserView(k userKey) *userView {
+func newUserView(k userKey, rc rank.Config) *userView {
 	return &userView{
-		key: k, long: map[string]memory.Entry{}, longIdx: rank.NewIndex(longRank),
-		sessions: map[string]*archiveSession{}, archive: map[string]memory.Entry{}, archIdx: rank.NewIndex(archiveRank),
+		key: k, long: map[string]memory.Entry{}, longIdx: rank.NewIndex(rc),
+		sessions: map[string]*archiveSession{}, archive: map[string]memory.Entry{}, archIdx: rank.NewIndex(rc),
 		vecs: newStoredVectors(),
 	}
 }
@@ -337,14 +337,15 @@ func withSession(md map[string]any, sess string) map[string]any {
 type userCache struct {
 	mu       sync.Mutex
 	maxBytes int
+	rank     rank.Config // of each user's long-term and archive index
 	items    map[userKey]*list.Element
 	order    *list.List
 	// owners maps "<tenant>.<session>" to the users whose archive holds that session.
 	owners map[string][]userKey
 }
 
-func newUserCache(maxBytes int) *userCache {
-	return &userCache{maxBytes: maxBytes, items: map[userKey]*list.Element{}, order: list.New(), owners: map[string][]userKey{}}
+func newUserCache(maxBytes int, rc rank.Config) *userCache {
+	return &userCache{maxBytes: maxBytes, rank: rc, items: map[userKey]*list.Element{}, order: list.New(), owners: map[string][]userKey{}}
 }
 
 func (c *userCache) get(k userKey) *userView {
@@ -354,7 +355,7 @@ func (c *userCache) get(k userKey) *userView {
 		c.order.MoveToFront(el)
 		return el.Value.(*userView)
 	}
-	v := newUserView(k)
+	v := newUserView(k, c.rank)
 	c.items[k] = c.order.PushFront(v)
 	return v
 }

@@ -36,8 +36,8 @@ type turnText struct {
 	at       time.Time
 }
 
-func newView(key session.Key) *view {
-	return &view{state: session.NewState(key, 0), text: map[string]turnText{}, index: rank.NewIndex(shortRank)}
+func newView(key session.Key, rc rank.Config) *view {
+	return &view{state: session.NewState(key, 0), text: map[string]turnText{}, index: rank.NewIndex(rc)}
 }
 
 // refresh brings the view up to the session's committed state; it reports whether the session
@@ -209,6 +209,7 @@ func withRole(md map[string]any, role string) map[string]any {
 type viewCache struct {
 	mu    sync.Mutex
 	max   int
+	rank  rank.Config // of each session's index
 	items map[session.Key]*list.Element
 	order *list.List
 }
@@ -218,8 +219,8 @@ type cached struct {
 	view *view
 }
 
-func newViewCache(max int) *viewCache {
-	return &viewCache{max: max, items: map[session.Key]*list.Element{}, order: list.New()}
+func newViewCache(max int, rc rank.Config) *viewCache {
+	return &viewCache{max: max, rank: rc, items: map[session.Key]*list.Element{}, order: list.New()}
 }
 
 func (c *viewCache) get(k session.Key) *view {
@@ -229,7 +230,7 @@ func (c *viewCache) get(k session.Key) *view {
 		c.order.MoveToFront(el)
 		return el.Value.(*cached).view
 	}
-	v := newView(k)
+	v := newView(k, c.rank)
 	c.items[k] = c.order.PushFront(&cached{key: k, view: v})
 	for c.order.Len() > c.max {
 		last := c.order.Back()

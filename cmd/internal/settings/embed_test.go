@@ -17,7 +17,8 @@ func TestEmbedder(t *testing.T) {
 		env  map[string]string
 		want string // embedder name, "" for none, "error" for an error
 	}{
-		{"default is local", nil, nil, wordvec.Name},
+		{"default is keywords only", nil, nil, ""},
+		{"auto is keywords only without an endpoint", []string{"--embed", "auto"}, nil, ""},
 		{"local", []string{"--embed", "local"}, nil, wordvec.Name},
 		{"off", []string{"--embed", "off"}, nil, ""},
 		{"off from the environment", nil, map[string]string{"AGENTMEM_EMBED": "off"}, ""},

@@ -145,7 +145,7 @@ func bindEndpoint(fs *flag.FlagSet, name string, e *llm.Endpoint, baseURLUsage, 
 // settings.
 type Embed struct {
 	embed.Config
-	// Mode is "auto" (the endpoint when --embed-base-url is set, else the local default), "local"
+	// Mode is "auto" (the endpoint when --embed-base-url is set, else none), "local"
 	// (the shipped word-vector embedder, package wordvec) or "off" (no vectors: keyword relevance
 	// only).
 	Mode string
@@ -158,18 +158,21 @@ const (
 	EmbedOff   = "off"
 )
 
-// LocalEmbedDefault says whether "auto" without an endpoint uses the local embedder. It does: on
-// the development sets the local embedder fused with keywords raised MADial-Bench en recall and
-// left LongMemEval_S and MADial-Bench zh where keywords alone put them (docs/embeddings.md).
-const LocalEmbedDefault = true
+// LocalEmbedDefault says whether "auto" without an endpoint uses the local embedder. It does
+// not: on the development sets the local embedder fused with keywords raised only MADial-Bench en
+// (R@10 +0.017; LongMemEval_S and MADial-Bench zh unchanged) and cost warm retrieves far more than
+// the 20 % it may (BenchmarkWarmEmbed10k: p50 +26 to +49 %, p99 ×2.6 to ×3.9;
+// docs/embeddings.md). So the default is keywords only until a model is configured; --embed local
+// keeps it available.
+const LocalEmbedDefault = false
 
 // BindEmbed registers --embed, --embed-base-url, --embed-api-key, --embed-model and
 // --embed-dimensions (AGENTMEM_EMBED, AGENTMEM_EMBED_BASE_URL, AGENTMEM_EMBED_API_KEY,
 // AGENTMEM_EMBED_MODEL, AGENTMEM_EMBED_DIMENSIONS).
 func BindEmbed(fs *flag.FlagSet) *Embed {
 	c := &Embed{}
-	fs.StringVar(&c.Mode, "embed", EmbedAuto, "embedder: auto (the --embed-base-url endpoint when set, else local), local (shipped GloVe word vectors, English only, no endpoint) or off (keyword relevance only)")
-	bindEndpoint(fs, "embed", &c.Endpoint, "OpenAI-compatible /embeddings API root (OpenAI, GLM, Ollama, vLLM, …); empty: the local embedder (see --embed)",
+	fs.StringVar(&c.Mode, "embed", EmbedAuto, "embedder: auto (the --embed-base-url endpoint when set, else none: keyword relevance only), local (shipped GloVe word vectors, English only, no endpoint) or off (keyword relevance only)")
+	bindEndpoint(fs, "embed", &c.Endpoint, "OpenAI-compatible /embeddings API root (OpenAI, GLM, Ollama, vLLM, …); empty: none, or the local embedder with --embed local",
 		"embeddings", "embedding model name of the endpoint")
 	fs.IntVar(&c.Dimensions, "embed-dimensions", 0, "embedding dimensions to ask for (0: the model's)")
 	return c
@@ -194,6 +197,7 @@ func Embedder(c *Embed, log zerolog.Logger) (embed.Embedder, error) {
 			return embed.NewOpenAI(c.Config, log)
 		}
 		if !LocalEmbedDefault {
+			log.Info().Msg("no embedder: keyword relevance only (--embed-base-url and --embed-model for a model, --embed local for the shipped word vectors)")
 			return nil, nil
 		}
 		return local()

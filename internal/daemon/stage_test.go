@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentmem/agentmem/internal/broker"
+	"github.com/agentmem/agentmem/internal/broker/brokertest"
 	"github.com/agentmem/agentmem/internal/daemon"
 	"github.com/agentmem/agentmem/internal/daemon/daemontest"
 	"github.com/agentmem/agentmem/internal/ingest"
@@ -124,19 +125,15 @@ func TestExampleStage(t *testing.T) {
 	}
 	web := httptest.NewServer(m.Handler())
 	t.Cleanup(web.Close)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	brokertest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
 		got := metricstest.Scrape(t, web.URL)
 		if hasSeries(got, "agentmem_consumer_pending_messages", "consumer", name) &&
 			got.Value("agentmem_consumer_pending_messages", "stream", topo.TurnsStream(), "consumer", name) == 0 &&
 			got.Value("agentmem_consumer_ack_pending_messages", "stream", topo.TurnsStream(), "consumer", name) == 0 {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the lag metrics do not show %s drained", name)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("the lag metrics do not show %s drained", name)
+	})
 }
 
 // hasSeries reports whether family name has a series with label = value.

@@ -10,168 +10,39 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
-	"github.com/agentmem/agentmem/internal/broker/brokertest"
 	"github.com/agentmem/agentmem/internal/extract"
-	"github.com/agentmem/agentmem/internal/ingest"
+	"github.com/agentmem/agentmem/internal/extract/extracttest"
 	"github.com/agentmem/agentmem/internal/llm"
 	"github.com/agentmem/agentmem/internal/llm/llmtest"
 	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/pkg/events"
 )
 
-type env struct {
-	t     *testing.T
-	env   *brokertest.Env
-	topo  events.Topology
-	store *longterm.Store
-}
+type env = extracttest.Env
 
 func start(t *testing.T, extractors int, chat extract.Chat) *env {
-	t.Helper()
-	be := brokertest.Start(t)
-	topo := events.DefaultTopology()
-	topo.Partitions = 2
-	ctx := context.Background()
-	if err := topo.Ensure(ctx, be.JS); err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, env: be, topo: topo}
-	in, err := ingest.New(ctx, ingest.Config{Topology: topo, IdleTimeout: -1}, jsOf(t, be), zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.run(in.Run)
-	for range extractors {
-		x, err := extract.New(ctx, extract.Config{Topology: topo, Backoff: func(uint64) time.Duration { return 20 * time.Millisecond }},
-			jsOf(t, be), chat, "test-model", zerolog.Nop())
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.run(x.Run)
-	}
-	if e.store, err = longterm.Open(ctx, be.JS, topo); err != nil {
-		t.Fatal(err)
-	}
-	return e
-}
-
-func jsOf(t *testing.T, be *brokertest.Env) jetstream.JetStream {
-	js, err := jetstream.New(be.Connect(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
-}
-
-func (e *env) run(fn func(context.Context) error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- fn(ctx) }()
-	e.t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			e.t.Errorf("worker: %v", err)
-		}
-	})
-}
-
-func (e *env) publish(tenant, sess, id, typ string, at time.Time, data any) {
-	e.t.Helper()
-	ev, err := events.NewEvent(id, typ, "test", at, data)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	m, err := events.BinaryMsg("memory.turns."+tenant+"."+sess, ev)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	m.Header.Set(events.HeaderMsgID, events.MsgID(tenant, sess, id))
-	if _, err := e.env.JS.PublishMsg(context.Background(), m); err != nil {
-		e.t.Fatal(err)
-	}
-}
-
-func (e *env) say(tenant, sess, user, id, text string, at time.Time) {
-	e.publish(tenant, sess, id, events.TypeTurn, at, events.Turn{Role: "user", Content: text, User: user})
-}
-
-func (e *env) end(tenant, sess, user, id string, at time.Time) {
-	e.publish(tenant, sess, id, events.TypeSessionEnded, at, events.SessionEnded{User: user})
-}
-
-// facts waits until the user has want live facts (bounded) and returns every fact.
-func (e *env) facts(tenant, user string, want int) []longterm.Fact {
-	e.t.Helper()
-	var recs longterm.UserRecords
-	brokertest.CheckFor(e.t, 15*time.Second, 20*time.Millisecond, func() error {
-		var err error
-		if recs, err = e.store.User(context.Background(), tenant, user); err != nil {
-			return err
-		}
-		live := 0
-		for _, f := range recs.Facts {
-			if f.Live() {
-				live++
-			}
-		}
-		if live < want {
-			return fmt.Errorf("%d live facts, want %d", live, want)
-		}
-		return nil
-	})
-	return recs.Facts
-}
-
-// drained waits until ingest and then the extractors have nothing pending: ingest first, since it
-// announces the session ends the extractors read.
-func (e *env) drained() {
-	e.t.Helper()
-	ctx := context.Background()
-	var consumers [][2]string
-	for p := range e.topo.Partitions {
-		consumers = append(consumers, [2]string{e.topo.TurnsStream(), ingest.TurnsConsumerName(e.topo, p)})
-	}
-	consumers = append(consumers, [2]string{e.topo.TurnsStream(), extract.EndConsumerName(e.topo)},
-		[2]string{e.topo.SummaryStream(), extract.SummaryConsumerName(e.topo)})
-	brokertest.CheckFor(e.t, 15*time.Second, 20*time.Millisecond, func() error {
-		for _, sc := range consumers {
-			stream, name := sc[0], sc[1]
-			c, err := e.env.JS.Consumer(ctx, stream, name)
-			if err != nil {
-				return err
-			}
-			info, err := c.Info(ctx)
-			if err != nil {
-				return err
-			}
-			if info.NumPending+uint64(info.NumAckPending) > 0 {
-				return fmt.Errorf("%s: %d pending, %d unacknowledged", name, info.NumPending, info.NumAckPending)
-			}
-		}
-		return nil
-	})
+	return extracttest.Start(t, extractors, chat)
 }
 
 var t0 = time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)
 
 func TestTwoExtractorsStoreEachFactOnce(t *testing.T) {
 	e := start(t, 2, nil)
-	sub, err := e.env.NC.SubscribeSync("memory.facts.acme.alice")
+	sub, err := e.Broker.NC.SubscribeSync("memory.facts.acme.alice")
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.say("acme", "s1", "alice", "t1", "I prefer tea over coffee.", t0)
-	e.say("acme", "s1", "alice", "t2", "My name is Alice.", t0.Add(time.Minute))
-	e.say("acme", "s1", "alice", "t3", "I prefer tea over coffee!", t0.Add(2*time.Minute))
-	e.end("acme", "s1", "alice", "end1", t0.Add(3*time.Minute))
+	e.Say("acme", "s1", "alice", "t1", "I prefer tea over coffee.", t0)
+	e.Say("acme", "s1", "alice", "t2", "My name is Alice.", t0.Add(time.Minute))
+	e.Say("acme", "s1", "alice", "t3", "I prefer tea over coffee!", t0.Add(2*time.Minute))
+	e.End("acme", "s1", "alice", "end1", t0.Add(3*time.Minute))
 	// The same session end, redelivered as a new message, and a second end.
-	e.publish("acme", "s1", "end1-copy", events.TypeSessionEnded, t0.Add(4*time.Minute), events.SessionEnded{User: "alice"})
-	e.facts("acme", "alice", 2)
-	e.drained()
-	facts := e.facts("acme", "alice", 2)
+	e.Publish("acme", "s1", "end1-copy", events.TypeSessionEnded, t0.Add(4*time.Minute), events.SessionEnded{User: "alice"})
+	e.Facts("acme", "alice", 2)
+	e.Drained()
+	facts := e.Facts("acme", "alice", 2)
 	if len(facts) != 2 {
 		t.Fatalf("%d facts stored, want 2: %+v", len(facts), facts)
 	}
@@ -204,7 +75,7 @@ func TestTwoExtractorsStoreEachFactOnce(t *testing.T) {
 	if len(added) != 2 {
 		t.Fatalf("%d distinct fact added events, want 2", len(added))
 	}
-	s, err := e.env.JS.Stream(context.Background(), e.topo.FactStream())
+	s, err := e.Broker.JS.Stream(context.Background(), e.Topo.FactStream())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,15 +86,15 @@ func TestTwoExtractorsStoreEachFactOnce(t *testing.T) {
 
 func TestMovedCitySupersedesAndKeepsHistory(t *testing.T) {
 	e := start(t, 1, nil)
-	e.say("acme", "s1", "alice", "t1", "I live in Paris.", t0)
-	e.end("acme", "s1", "alice", "e1", t0.Add(time.Minute))
-	e.facts("acme", "alice", 1)
+	e.Say("acme", "s1", "alice", "t1", "I live in Paris.", t0)
+	e.End("acme", "s1", "alice", "e1", t0.Add(time.Minute))
+	e.Facts("acme", "alice", 1)
 	week := t0.Add(7 * 24 * time.Hour)
-	e.say("acme", "s2", "alice", "t2", "I moved to Berlin.", week)
-	e.end("acme", "s2", "alice", "e2", week.Add(time.Minute))
-	e.drained()
+	e.Say("acme", "s2", "alice", "t2", "I moved to Berlin.", week)
+	e.End("acme", "s2", "alice", "e2", week.Add(time.Minute))
+	e.Drained()
 	var live, history []longterm.Fact
-	for _, f := range e.facts("acme", "alice", 1) {
+	for _, f := range e.Facts("acme", "alice", 1) {
 		if f.Live() {
 			live = append(live, f)
 		} else {
@@ -240,10 +111,10 @@ func TestMovedCitySupersedesAndKeepsHistory(t *testing.T) {
 
 func TestChineseConversationYieldsChineseFacts(t *testing.T) {
 	e := start(t, 1, nil)
-	e.say("acme", "zh", "lihua", "t1", "我叫李华，我住在杭州。", t0)
-	e.say("acme", "zh", "lihua", "t2", "我最喜欢的编程语言是 Go。", t0.Add(time.Minute))
-	e.end("acme", "zh", "lihua", "e1", t0.Add(2*time.Minute))
-	for _, f := range e.facts("acme", "lihua", 3) {
+	e.Say("acme", "zh", "lihua", "t1", "我叫李华，我住在杭州。", t0)
+	e.Say("acme", "zh", "lihua", "t2", "我最喜欢的编程语言是 Go。", t0.Add(time.Minute))
+	e.End("acme", "zh", "lihua", "e1", t0.Add(2*time.Minute))
+	for _, f := range e.Facts("acme", "lihua", 3) {
 		if !strings.ContainsAny(f.Content, "用户李华杭州编程语言") {
 			t.Errorf("fact %q is not in Chinese", f.Content)
 		}
@@ -252,11 +123,11 @@ func TestChineseConversationYieldsChineseFacts(t *testing.T) {
 
 func TestTurnsIngestRejectedNeverBecomeFacts(t *testing.T) {
 	e := start(t, 1, nil)
-	e.say("acme", "s1", "alice", "t1", "I prefer tea.", t0)
-	e.say("acme", "s1", "mallory", "t2", "I prefer poison.", t0.Add(time.Minute))
-	e.end("acme", "s1", "alice", "e1", t0.Add(2*time.Minute))
-	e.drained()
-	for _, f := range e.facts("acme", "alice", 1) {
+	e.Say("acme", "s1", "alice", "t1", "I prefer tea.", t0)
+	e.Say("acme", "s1", "mallory", "t2", "I prefer poison.", t0.Add(time.Minute))
+	e.End("acme", "s1", "alice", "e1", t0.Add(2*time.Minute))
+	e.Drained()
+	for _, f := range e.Facts("acme", "alice", 1) {
 		if strings.Contains(f.Content, "poison") {
 			t.Fatalf("a turn of another user became alice's fact: %q", f.Content)
 		}
@@ -278,9 +149,9 @@ func TestLLMExtractionInTheConversationsLanguage(t *testing.T) {
 		return `{"facts":[{"content":"用户住在杭州","category":"identity","key":"user.city","confidence":0.9,"turns":["t1"]}]}`
 	}))
 	e := start(t, 1, llmClient(t, srv))
-	e.say("acme", "zh", "lihua", "t1", "我住在杭州。", t0)
-	e.end("acme", "zh", "lihua", "e1", t0.Add(time.Minute))
-	facts := e.facts("acme", "lihua", 1)
+	e.Say("acme", "zh", "lihua", "t1", "我住在杭州。", t0)
+	e.End("acme", "zh", "lihua", "e1", t0.Add(time.Minute))
+	facts := e.Facts("acme", "lihua", 1)
 	if facts[0].Content != "用户住在杭州" || facts[0].Extractor != "llm:test-model" || facts[0].Key != "user.city" {
 		t.Fatalf("fact %+v", facts[0])
 	}
@@ -301,12 +172,12 @@ func TestMalformedLLMAnswerRetriedThenDeadLetteredWithNothingStored(t *testing.T
 		return `{"facts":[{"content":"The user likes tea","category":"preference","confidence":0.9},{"content":`
 	}))
 	e := start(t, 1, llmClient(t, srv))
-	sub, err := e.env.NC.SubscribeSync("memory.dlq.acme.s1")
+	sub, err := e.Broker.NC.SubscribeSync("memory.dlq.acme.s1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.say("acme", "s1", "alice", "t1", "I like tea.", t0)
-	e.end("acme", "s1", "alice", "e1", t0.Add(time.Minute))
+	e.Say("acme", "s1", "alice", "t1", "I like tea.", t0)
+	e.End("acme", "s1", "alice", "e1", t0.Add(time.Minute))
 	m, err := sub.NextMsg(20 * time.Second)
 	if err != nil {
 		t.Fatalf("no dead letter: %v (calls %d)", err, calls.Load())
@@ -314,7 +185,7 @@ func TestMalformedLLMAnswerRetriedThenDeadLetteredWithNothingStored(t *testing.T
 	if !strings.Contains(m.Header.Get("Agentmem-Reason"), "malformed") {
 		t.Fatalf("reason %q", m.Header.Get("Agentmem-Reason"))
 	}
-	recs, err := e.store.User(context.Background(), "acme", "alice")
+	recs, err := e.Store.User(context.Background(), "acme", "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +202,7 @@ func TestMalformedLLMAnswerRetriedThenDeadLetteredWithNothingStored(t *testing.T
 // writes it) is not skipped as "not a session end": the session's facts are extracted.
 func TestStructuredSessionEndTriggersExtraction(t *testing.T) {
 	e := start(t, 1, nil)
-	e.say("acme", "s1", "alice", "t1", "I live in Lisbon and I work as a nurse.", t0)
+	e.Say("acme", "s1", "alice", "t1", "I live in Lisbon and I work as a nurse.", t0)
 	ev, err := events.NewEvent("end-structured", events.TypeSessionEnded, "test", t0.Add(time.Minute), events.SessionEnded{User: "alice"})
 	if err != nil {
 		t.Fatal(err)
@@ -341,10 +212,10 @@ func TestStructuredSessionEndTriggersExtraction(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Header.Set(events.HeaderMsgID, events.MsgID("acme", "s1", "end-structured"))
-	if _, err := e.env.JS.PublishMsg(context.Background(), m); err != nil {
+	if _, err := e.Broker.JS.PublishMsg(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
-	if facts := e.facts("acme", "alice", 2); len(facts) < 2 {
+	if facts := e.Facts("acme", "alice", 2); len(facts) < 2 {
 		t.Fatalf("facts %+v", facts)
 	}
 }
@@ -355,14 +226,14 @@ func TestStructuredSessionEndTriggersExtraction(t *testing.T) {
 func TestExtractorsReadOnlyAppliedEnds(t *testing.T) {
 	e := start(t, 1, nil)
 	for i := range 30 {
-		e.say("acme", "s1", "alice", fmt.Sprintf("t%02d", i), fmt.Sprintf("I prefer tea number %d.", i), t0.Add(time.Duration(i)*time.Second))
+		e.Say("acme", "s1", "alice", fmt.Sprintf("t%02d", i), fmt.Sprintf("I prefer tea number %d.", i), t0.Add(time.Duration(i)*time.Second))
 	}
-	e.end("acme", "s1", "mallory", "e0", t0.Add(time.Minute)) // rejected: alice owns s1
-	e.end("acme", "s1", "alice", "e1", t0.Add(2*time.Minute))
-	e.facts("acme", "alice", 1)
-	e.drained()
+	e.End("acme", "s1", "mallory", "e0", t0.Add(time.Minute)) // rejected: alice owns s1
+	e.End("acme", "s1", "alice", "e1", t0.Add(2*time.Minute))
+	e.Facts("acme", "alice", 1)
+	e.Drained()
 	ctx := context.Background()
-	c, err := e.env.JS.Consumer(ctx, e.topo.TurnsStream(), extract.EndConsumerName(e.topo))
+	c, err := e.Broker.JS.Consumer(ctx, e.Topo.TurnsStream(), extract.EndConsumerName(e.Topo))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -373,7 +244,7 @@ func TestExtractorsReadOnlyAppliedEnds(t *testing.T) {
 	if info.Delivered.Consumer != 1 {
 		t.Fatalf("the extractors' consumer was delivered %d messages for 30 turns and one applied end, want 1", info.Delivered.Consumer)
 	}
-	s, err := e.env.JS.Stream(ctx, e.topo.TurnsStream())
+	s, err := e.Broker.JS.Stream(ctx, e.Topo.TurnsStream())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +265,7 @@ func TestExtractorsReadOnlyAppliedEnds(t *testing.T) {
 // dead-lettered with the reason, and the extractors go on.
 func TestBadAnnouncementIsDeadLettered(t *testing.T) {
 	e := start(t, 1, nil)
-	sub, err := e.env.NC.SubscribeSync("memory.dlq.acme.s1")
+	sub, err := e.Broker.NC.SubscribeSync("memory.dlq.acme.s1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,7 +273,7 @@ func TestBadAnnouncementIsDeadLettered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.env.JS.PublishMsg(context.Background(), msg); err != nil {
+	if _, err := e.Broker.JS.PublishMsg(context.Background(), msg); err != nil {
 		t.Fatal(err)
 	}
 	m, err := sub.NextMsg(20 * time.Second)
@@ -412,9 +283,9 @@ func TestBadAnnouncementIsDeadLettered(t *testing.T) {
 	if r := m.Header.Get("Agentmem-Reason"); !strings.Contains(r, "seq") {
 		t.Fatalf("reason %q does not name the field", r)
 	}
-	e.say("acme", "s1", "alice", "t1", "I prefer tea.", t0)
-	e.end("acme", "s1", "alice", "e1", t0.Add(time.Minute))
-	e.facts("acme", "alice", 1)
+	e.Say("acme", "s1", "alice", "t1", "I prefer tea.", t0)
+	e.End("acme", "s1", "alice", "e1", t0.Add(time.Minute))
+	e.Facts("acme", "alice", 1)
 }
 
 // TestRestatedFactWinsAgain: Paris, then Lisbon, then Paris again, each in a session of its own:
@@ -436,12 +307,12 @@ func TestRestatedFactWinsAgain(t *testing.T) {
 			for i, text := range []string{tc.first, tc.second, tc.third} {
 				at := t0.Add(time.Duration(i) * day)
 				sess := fmt.Sprintf("s%d", i+1)
-				e.say("acme", sess, "alice", fmt.Sprintf("t%d", i+1), text, at)
-				e.end("acme", sess, "alice", fmt.Sprintf("e%d", i+1), at.Add(time.Minute))
-				e.drained()
+				e.Say("acme", sess, "alice", fmt.Sprintf("t%d", i+1), text, at)
+				e.End("acme", sess, "alice", fmt.Sprintf("e%d", i+1), at.Add(time.Minute))
+				e.Drained()
 			}
 			var live []string
-			for _, f := range e.facts("acme", "alice", 1) {
+			for _, f := range e.Facts("acme", "alice", 1) {
 				if f.Live() {
 					live = append(live, f.Content)
 				}
@@ -472,12 +343,12 @@ func TestRestatedFactWinsAgainWithTheLLM(t *testing.T) {
 	for i, text := range []string{"I live in Paris.", "I live in Lisbon.", "I live in Paris again."} {
 		at := t0.Add(time.Duration(i) * day)
 		sess := fmt.Sprintf("s%d", i+1)
-		e.say("acme", sess, "alice", fmt.Sprintf("t%d", i+1), text, at)
-		e.end("acme", sess, "alice", fmt.Sprintf("e%d", i+1), at.Add(time.Minute))
-		e.drained()
+		e.Say("acme", sess, "alice", fmt.Sprintf("t%d", i+1), text, at)
+		e.End("acme", sess, "alice", fmt.Sprintf("e%d", i+1), at.Add(time.Minute))
+		e.Drained()
 	}
 	var live []longterm.Fact
-	for _, f := range e.facts("acme", "alice", 1) {
+	for _, f := range e.Facts("acme", "alice", 1) {
 		if f.Live() {
 			live = append(live, f)
 		}

@@ -30,11 +30,11 @@ func (r *recorder) Forget(_ context.Context, u forget.User, counts map[string]in
 // the index names is left alone); forget waits for the consumers it is given, up to its bound.
 func TestPartsForgetTheOwnedSessionsTwice(t *testing.T) {
 	e := start(t, 0, nil)
-	e.say("acme", "a1", "alice", "t1", "I live in Paris.", t0)
-	e.say("acme", "b1", "bob", "u1", "I live in Rome.", t0)
+	e.Say("acme", "a1", "alice", "t1", "I live in Paris.", t0)
+	e.Say("acme", "b1", "bob", "u1", "I live in Rome.", t0)
 	ctx := context.Background()
-	js := e.env.JS
-	sessions, err := session.NewStore(ctx, js, e.topo)
+	js := e.Broker.JS
+	sessions, err := session.NewStore(ctx, js, e.Topo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,12 +48,12 @@ func TestPartsForgetTheOwnedSessionsTwice(t *testing.T) {
 	})
 	// The index names alice's session and, wrongly, bob's.
 	for _, sess := range []string{"a1", "b1"} {
-		if err := e.store.TouchSession(ctx, "acme", "alice", sess, t0, t0); err != nil {
+		if err := e.Store.TouchSession(ctx, "acme", "alice", sess, t0, t0); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// A consumer that holds a turn unacknowledged: forget waits for it, up to its bound.
-	stuck, err := js.CreateOrUpdateConsumer(ctx, e.topo.TurnsStream(), jetstream.ConsumerConfig{
+	stuck, err := js.CreateOrUpdateConsumer(ctx, e.Topo.TurnsStream(), jetstream.ConsumerConfig{
 		Durable: "stuck", AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute,
 	})
 	if err != nil {
@@ -62,19 +62,19 @@ func TestPartsForgetTheOwnedSessionsTwice(t *testing.T) {
 	if _, err := stuck.Fetch(1); err != nil {
 		t.Fatal(err)
 	}
-	us, err := usage.Open(ctx, js, e.topo)
+	us, err := usage.Open(ctx, js, e.Topo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	vs, err := vectors.Open(ctx, js, e.topo)
+	vs, err := vectors.Open(ctx, js, e.Topo)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec := &recorder{}
 	svc, err := forget.New(forget.Config{
-		Topology: e.topo, Parts: []forget.Part{rec},
-		Waits: []forget.Consumer{{Stream: e.topo.TurnsStream(), Name: "stuck"}, {Stream: e.topo.TurnsStream(), Name: "absent"}},
-	}, js, forget.Stores{Long: e.store, Sessions: sessions, Usage: us, Vectors: vs}, zerolog.Nop())
+		Topology: e.Topo, Parts: []forget.Part{rec},
+		Waits: []forget.Consumer{{Stream: e.Topo.TurnsStream(), Name: "stuck"}, {Stream: e.Topo.TurnsStream(), Name: "absent"}},
+	}, js, forget.Stores{Long: e.Store, Sessions: sessions, Usage: us, Vectors: vs}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,14 +114,14 @@ func TestNewNamesWhatIsMissing(t *testing.T) {
 	}
 	e := start(t, 0, nil)
 	ctx := context.Background()
-	sessions, _ := session.NewStore(ctx, e.env.JS, e.topo)
-	us, _ := usage.Open(ctx, e.env.JS, e.topo)
-	vs, _ := vectors.Open(ctx, e.env.JS, e.topo)
-	st := forget.Stores{Long: e.store, Sessions: sessions, Usage: us, Vectors: vs}
-	if _, err := forget.New(forget.Config{Topology: e.topo, Waits: []forget.Consumer{{Stream: e.topo.TurnsStream()}}}, e.env.JS, st, zerolog.Nop()); err == nil {
+	sessions, _ := session.NewStore(ctx, e.Broker.JS, e.Topo)
+	us, _ := usage.Open(ctx, e.Broker.JS, e.Topo)
+	vs, _ := vectors.Open(ctx, e.Broker.JS, e.Topo)
+	st := forget.Stores{Long: e.Store, Sessions: sessions, Usage: us, Vectors: vs}
+	if _, err := forget.New(forget.Config{Topology: e.Topo, Waits: []forget.Consumer{{Stream: e.Topo.TurnsStream()}}}, e.Broker.JS, st, zerolog.Nop()); err == nil {
 		t.Fatal("a waited-for consumer without a name: no error")
 	}
-	if _, err := forget.New(forget.Config{Topology: e.topo}, e.env.JS, st, zerolog.Nop()); err != nil {
+	if _, err := forget.New(forget.Config{Topology: e.Topo}, e.Broker.JS, st, zerolog.Nop()); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -20,7 +20,7 @@ import (
 // its grace period in the handler) and its errors.
 func TestForgetMicroStatsCountRequestsAndErrors(t *testing.T) {
 	e := start(t, 1, nil)
-	nc := e.env.NC
+	nc := e.Broker.NC
 	stats := func() (requests, errs int, took time.Duration) {
 		subject, err := micro.ControlSubject(micro.StatsVerb, extract.ServiceName, "")
 		if err != nil {

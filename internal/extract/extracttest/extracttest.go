@@ -160,5 +160,3 @@ func (e *Env) Drained() {
 		return nil
 	})
 }
-
-var t0 = time.Date(2026, 11, 1, 9, 0, 0, 0, time.UTC)

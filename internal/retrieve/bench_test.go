@@ -44,18 +44,7 @@ func BenchmarkColdLoad10k(b *testing.B) {
 	nc, js := startAgentmem(b, retrieve.Config{})
 	const turns, sessions = 10000, 20
 	words := []string{"deploy", "rollback", "kafka", "nats", "postgres", "budget", "travel", "paris", "berlin", "piano", "部署", "回滚", "预算", "旅行", "钢琴"}
-	for i := range turns {
-		sess := fmt.Sprintf("c%02d", i%sessions)
-		id := fmt.Sprintf("%s-%05d", sess, i)
-		text := fmt.Sprintf("turn %d about %s and %s with %s", i, words[i%len(words)], words[(i/3)%len(words)], words[(i/7)%len(words)])
-		ev, _ := events.NewEvent(id, events.TypeTurn, "bench", time.Date(2026, 10, 1, 0, 0, i, 0, time.UTC), events.Turn{Role: "user", Content: text, User: "cold"})
-		m, _ := events.BinaryMsg("memory.turns.acme."+sess, ev)
-		m.Header.Set(events.HeaderMsgID, events.MsgID("acme", sess, id))
-		if _, err := js.PublishMsgAsync(m, jetstream.WithStallWait(30*time.Second)); err != nil {
-			b.Fatal(err)
-		}
-	}
-	<-js.PublishAsyncComplete()
+	publishBenchTurns(b, js, "cold", "turn %d about %s and %s with %s", words, turns, sessions)
 	topo := events.DefaultTopology()
 	brokertest.CheckFor(b, 120*time.Second, 100*time.Millisecond, func() error {
 		for p := range topo.Partitions {
@@ -286,4 +275,23 @@ func processMemory(b *testing.B) (rss, heap uint64) {
 	}
 	b.Fatal("no VmRSS in /proc/self/status")
 	return 0, 0
+}
+
+// publishBenchTurns publishes turns synthetic user turns of user (tenant acme) over sessions
+// c00, c01, … (sessions of them, a second apart from 2026-10-01), the i-th made by format from
+// i and three of words, and waits until the stream has acknowledged them all.
+func publishBenchTurns(b *testing.B, js jetstream.JetStream, user, format string, words []string, turns, sessions int) {
+	b.Helper()
+	for i := range turns {
+		sess := fmt.Sprintf("c%02d", i%sessions)
+		id := fmt.Sprintf("%s-%05d", sess, i)
+		text := fmt.Sprintf(format, i, words[i%len(words)], words[(i/3)%len(words)], words[(i/7)%len(words)])
+		ev, _ := events.NewEvent(id, events.TypeTurn, "bench", time.Date(2026, 10, 1, 0, 0, i, 0, time.UTC), events.Turn{Role: "user", Content: text, User: user})
+		m, _ := events.BinaryMsg("memory.turns.acme."+sess, ev)
+		m.Header.Set(events.HeaderMsgID, events.MsgID("acme", sess, id))
+		if _, err := js.PublishMsgAsync(m, jetstream.WithStallWait(30*time.Second)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	<-js.PublishAsyncComplete()
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/agentmem/agentmem/internal/broker/brokertest"
@@ -38,18 +37,7 @@ func BenchmarkWarmEmbed10k(b *testing.B) {
 			nc, js := startAgentmem(b, rcfg)
 			const turns, sessions = 10000, 20
 			words := strings.Fields("deploy rollback kafka database budget travel paris berlin piano guitar garden dinner hiking camera coffee movie school doctor birthday weekend")
-			for i := range turns {
-				sess := fmt.Sprintf("c%02d", i%sessions)
-				id := fmt.Sprintf("%s-%05d", sess, i)
-				text := fmt.Sprintf("turn %d about the %s and the %s with my %s", i, words[i%len(words)], words[(i/3)%len(words)], words[(i/7)%len(words)])
-				ev, _ := events.NewEvent(id, events.TypeTurn, "bench", time.Date(2026, 10, 1, 0, 0, i, 0, time.UTC), events.Turn{Role: "user", Content: text, User: "warm"})
-				m, _ := events.BinaryMsg("memory.turns.acme."+sess, ev)
-				m.Header.Set(events.HeaderMsgID, events.MsgID("acme", sess, id))
-				if _, err := js.PublishMsgAsync(m, jetstream.WithStallWait(30*time.Second)); err != nil {
-					b.Fatal(err)
-				}
-			}
-			<-js.PublishAsyncComplete()
+			publishBenchTurns(b, js, "warm", "turn %d about the %s and the %s with my %s", words, turns, sessions)
 			topo := events.DefaultTopology()
 			brokertest.CheckFor(b, 300*time.Second, 100*time.Millisecond, func() error {
 				lags, err := metrics.ConsumerLag(ctx, js, topo, nil)

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/agentmem/agentmem/internal/broker/brokertest"
@@ -53,18 +52,7 @@ func BenchmarkColdLoad10kVectors(b *testing.B) {
 	const turns, sessions = 10000, 20
 	words := []string{"deploy", "rollback", "kafka", "nats", "postgres", "budget", "travel", "paris", "berlin", "piano", "部署", "回滚", "预算", "旅行", "钢琴"}
 	start := time.Now()
-	for i := range turns {
-		sess := fmt.Sprintf("c%02d", i%sessions)
-		id := fmt.Sprintf("%s-%05d", sess, i)
-		text := fmt.Sprintf("turn %d about %s and %s with %s", i, words[i%len(words)], words[(i/3)%len(words)], words[(i/7)%len(words)])
-		ev, _ := events.NewEvent(id, events.TypeTurn, "bench", time.Date(2026, 10, 1, 0, 0, i, 0, time.UTC), events.Turn{Role: "user", Content: text, User: "cold"})
-		m, _ := events.BinaryMsg("memory.turns.acme."+sess, ev)
-		m.Header.Set(events.HeaderMsgID, events.MsgID("acme", sess, id))
-		if _, err := js.PublishMsgAsync(m, jetstream.WithStallWait(30*time.Second)); err != nil {
-			b.Fatal(err)
-		}
-	}
-	<-js.PublishAsyncComplete()
+	publishBenchTurns(b, js, "cold", "turn %d about %s and %s with %s", words, turns, sessions)
 	topo := events.DefaultTopology()
 	brokertest.CheckFor(b, 300*time.Second, 100*time.Millisecond, func() error {
 		lags, err := metrics.ConsumerLag(ctx, js, topo, nil)

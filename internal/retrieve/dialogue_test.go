@@ -45,6 +45,38 @@ func TestDialogueContextAndSpeakers(t *testing.T) {
 	}
 }
 
+// TestSpeakersNamedInTheContent: the same conversation sent as a transcript, every turn of role
+// user with its speaker's name opening its content ("Dave: …") and no metadata: the speakers are
+// told apart by those names just as by metadata.
+func TestSpeakersNamedInTheContent(t *testing.T) {
+	e := start(t)
+	e.seed(t, "chat", "alice", []client.Turn{
+		{Content: "Calvin: Did your brother teach you to play the guitar?"},
+		{Content: "Dave: No, I learned on my own as a kid."},
+		{Content: "Calvin: That's awesome, Dave! I wish I had your hiking pictures too."},
+		{Content: "Dave: Thanks! Last weekend I went hiking in the mountains again."},
+		{Content: "Calvin: My brother plays the piano in Berlin."},
+	})
+	e.seed(t, "later", "alice", []client.Turn{{Content: "Hello again."}})
+	for _, sess := range []string{"chat", "later"} {
+		reply, err := e.cl.Retrieve(context.Background(), events.RetrieveRequest{Query: "Did Dave's brother teach him to play guitar?", Session: sess})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(entryIDs(reply), "chat-01") {
+			t.Errorf("from %s: the reply chat-01 is not found: %v", sess, top(reply))
+		}
+		reply, err = e.cl.Retrieve(context.Background(), events.RetrieveRequest{Query: "Where did Dave go hiking?", Session: sess})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := entryIDs(reply)
+		if own, addr := slices.Index(got, "chat-03"), slices.Index(got, "chat-02"); own < 0 || (addr >= 0 && addr < own) {
+			t.Errorf("from %s: Dave's own turn chat-03 at %d, Calvin's turn addressing him chat-02 at %d: %v", sess, own, addr, top(reply))
+		}
+	}
+}
+
 func entryIDs(r events.RetrieveReply) []string {
 	var out []string
 	for _, e := range r.Entries {

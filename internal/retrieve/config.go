@@ -9,8 +9,9 @@
 // where relevance is the keyword relevance of the query in the entry (BM25 over CJK-aware terms,
 // normalised so that 1.0 means every query term at saturation; see internal/search), decay is
 // the entry's time decay at the request's "at" (by default linear from 1.0 to 0.5 over the first
-// 24 hours, then 0.5, configurable per entry type; its floor keeps age from swamping relevance)
-// and weight is the source weight (short 1.0, archive 1.0, long 1.2). Entries with no keyword
+// 24 hours, then 0.5, configurable per entry type; its floor keeps age from swamping relevance;
+// 1.0 for an entry said within the period the query asks about, "last Saturday", "四周前": see
+// internal/when) and weight is the source weight (short 1.0, archive 1.0, long 1.2). Entries with no keyword
 // relevance are left out. The context is the top entries, best first, that fit in
 // context_tokens.
 //

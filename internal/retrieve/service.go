@@ -27,6 +27,7 @@ import (
 	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/internal/tracing"
 	"github.com/agentmem/agentmem/internal/vectors"
+	"github.com/agentmem/agentmem/internal/when"
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
 )
@@ -408,6 +409,15 @@ func (s *Service) Retrieve(ctx context.Context, tenant string, req events.Retrie
 	}
 
 	fuse(s.cfg.Fusion, cands)
+	// A question about a period ("last Saturday", "四周前") measures the decay of what was said
+	// in it as if it had just been said: the question is about then (internal/when). A dialogue
+	// (a query of several lines, rank.ParseQuery) is not a question: its time words tell of the
+	// conversation, not of what to recall.
+	var period when.Period
+	hasPeriod := false
+	if !strings.Contains(strings.TrimSpace(req.Query), "\n") {
+		period, hasPeriod = when.Find(req.Query, at)
+	}
 	seen := map[string]bool{}
 	for _, c := range cands {
 		e := c.entry
@@ -419,6 +429,9 @@ func (s *Service) Retrieve(ctx context.Context, tenant string, req events.Retrie
 		}
 		seen[e.ID] = true
 		decay := s.cfg.decay(e.Type).Factor(at.Sub(e.Timestamp))
+		if hasPeriod && period.Contains(e.Timestamp) {
+			decay = 1
+		}
 		weight := memory.SourceWeight(c.source)
 		sc := events.Scores{Keyword: round(c.keyword), Decay: round(decay), Weight: weight}
 		if c.vector != nil {

@@ -37,8 +37,10 @@ type Config struct {
 	// dominate. Default: K1. Off: a repeated term counts once.
 	QueryK3 float64
 	// AgentTurn multiplies the own score of a turn whose role is neither "user" nor ""
-	// (assistant, tool, system): what a user remembers is mostly what the user said, and
-	// agent turns are long and match many terms. In (0,1]; default 0.5; 1 (or Off) disables.
+	// (assistant, tool, system) and whose speaker is not named (Doc.Speaker): what a user
+	// remembers is mostly what the user said, and agent turns are long and match many terms.
+	// A named speaker's turn is a person's whatever its role (two people's conversation sent as
+	// the user's and the assistant's turns). In (0,1]; default 0.5; 1 (or Off) disables.
 	AgentTurn float64
 	// Session is the weight λ of the session's score (BM25 over all the turns of the
 	// document's group) beside the turn's own: keyword = (turn + λ·session)/(1+λ).

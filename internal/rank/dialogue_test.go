@@ -155,3 +155,28 @@ func TestSessionRepeatSpreadsTop(t *testing.T) {
 		t.Errorf("without SessionRepeat, top 2 = %v: b-0 is among them, the test shows nothing", got)
 	}
 }
+
+// TestNamedSpeakerIsAPerson: the agent-turn weight halves an unnamed assistant turn, not a named
+// speaker's turn sent with the assistant's role (two people's conversation as user and
+// assistant turns).
+func TestNamedSpeakerIsAPerson(t *testing.T) {
+	score := func(d Doc) float64 {
+		ix := NewIndex(Config{})
+		ix.Add(Doc{ID: "u", Text: "I went hiking in the Alps.", Role: "user", Speaker: d.Addressee}, d)
+		for _, h := range ix.Search("hiking in the Alps", 10) {
+			if h.ID == d.ID {
+				return h.Relevance
+			}
+		}
+		return 0
+	}
+	user := score(Doc{ID: "a", Text: "I went hiking in the Alps.", Role: "user"})
+	agent := score(Doc{ID: "a", Text: "I went hiking in the Alps.", Role: "assistant"})
+	named := score(Doc{ID: "a", Text: "I went hiking in the Alps.", Role: "assistant", Speaker: "Dave", Addressee: "Calvin"})
+	if !(agent < user) {
+		t.Errorf("an unnamed assistant turn scores %v, a user turn %v: want it lower", agent, user)
+	}
+	if named != user {
+		t.Errorf("a named speaker's assistant turn scores %v, a user turn %v: want them equal", named, user)
+	}
+}

@@ -19,7 +19,8 @@
 //
 // bm25 counts over documents (N documents); bm25_S treats a session as one document, the
 // concatenation of its turns (N sessions, df over sessions, lengths against the average
-// session). ρ(d) is AgentTurn (0.5) for a turn whose role is neither "user" nor "" and 1
+// session). ρ(d) is AgentTurn (0.5) for a turn whose role is neither "user" nor "" and whose
+// speaker is not named (Doc.Speaker: a named speaker is a person whatever the role), and 1
 // otherwise. n(d) is the number of documents of d's session with a higher keyword score (ties
 // by id). The denominators are the scores of a perfect match (every query term at
 // saturation), so keyword and relevance lie in [0,1] and are comparable across indexes; a

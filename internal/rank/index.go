@@ -413,7 +413,7 @@ func (ix *Index) add(d *Doc, length int, tids, tfs []int32) {
 	id := strings.Clone(d.ID)
 	ix.slots[id] = slot
 	nd := doc{id: id, group: -1, length: int32(length), weight: 1, nterms: int32(len(tids))}
-	if d.Role != "" && d.Role != "user" {
+	if d.Role != "" && d.Role != "user" && d.Speaker == "" {
 		nd.weight = float32(ix.cfg.AgentTurn)
 	}
 	for ti, tid := range tids {

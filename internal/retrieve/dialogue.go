@@ -98,10 +98,26 @@ func init() {
 }
 
 // lastTurn is the previous turn of a session, as a turn's document needs it: who said it and
-// the end of its text.
+// the end of its text; and the names of the user's and the assistant's roles as the session's
+// turns have called them so far (see addressed).
 type lastTurn struct {
 	role, speaker, tail string
+	named               [2]string // by roleSlot
 }
+
+// roleSlot is the slot of a role in lastTurn.named: 0 user, 1 assistant, -1 any other role.
+func roleSlot(role string) int {
+	switch role {
+	case "user":
+		return 0
+	case "assistant":
+		return 1
+	}
+	return -1
+}
+
+// size is the memory the turn's strings take beyond the struct.
+func (p *lastTurn) size() int { return len(p.tail) + len(p.named[0]) + len(p.named[1]) }
 
 // maxTail bounds the text of a turn kept as the next turn's context: more than the rank
 // package reads of it (its last terms and sentences).
@@ -110,8 +126,22 @@ const maxTail = 512
 // dialogueDoc completes d, the document of the turn after p (of role d.Role and metadata md),
 // with its speaker and, when another speaker said the previous turn, that turn's text as its
 // context and that speaker as its addressee; then p becomes the turn.
+//
+// A conversation of two named people sent as the user's and the assistant's turns, without
+// names, names them as they address each other: "Hey Mel!" said by the user names the
+// assistant's role Mel for the rest of the session, "Hi Caroline!" in reply names the user's.
+// A turn of a named role has that name as its speaker unless its metadata or content names one.
 func (p *lastTurn) dialogueDoc(d rank.Doc, md map[string]any) rank.Doc {
 	d.Speaker = speakerOf(md, d.Text)
+	slot := roleSlot(d.Role)
+	if d.Speaker == "" && slot >= 0 {
+		d.Speaker = p.named[slot]
+	}
+	if slot >= 0 && p.named[1-slot] == "" {
+		if n := addressed(d.Text); n != "" && n != d.Speaker {
+			p.named[1-slot] = n
+		}
+	}
 	who, prev := d.Speaker, p.speaker
 	if who == "" || prev == "" {
 		who, prev = d.Role, p.role
@@ -130,6 +160,78 @@ func (p *lastTurn) dialogueDoc(d rank.Doc, md map[string]any) rank.Doc {
 		}
 		tail = strings.Clone(tail[i:])
 	}
-	*p = lastTurn{role: d.Role, speaker: d.Speaker, tail: tail}
+	p.role, p.speaker, p.tail = d.Role, d.Speaker, tail
 	return d
 }
+
+// greetings open a turn that addresses someone by name right after ("Hey Mel!", "Thanks,
+// Dave"), lower case.
+var greetings = []string{"hey", "hi", "hello", "hiya", "thanks", "thank you", "congrats",
+	"congratulations", "good morning", "good evening", "good night", "morning", "dear", "wow", "yo", "welcome back", "bye"}
+
+// notAddressed are capitalised words that follow a greeting or close an exclamation without
+// naming the person spoken to.
+var notAddressed = map[string]bool{"I": true, "My": true, "The": true, "It": true, "That": true, "This": true,
+	"You": true, "We": true, "Good": true, "God": true, "Man": true, "Guys": true, "Everyone": true, "All": true,
+	"Sir": true, "Madam": true, "Mom": true, "Dad": true, "Mum": true, "Buddy": true, "Friend": true, "Again": true,
+	"There": true, "So": true, "Much": true, "Lol": true, "Haha": true, "Ok": true, "Okay": true, "Yes": true, "No": true}
+
+// addressed returns the name a turn addresses its listener by: the capitalised word after a
+// greeting that opens it ("Hey Mel! …", "Thanks, Dave, …"), else one between a comma and an
+// exclamation or question mark ("That's awesome, Dave!", "How was it, Mel?"); "" when none.
+// Plain scanning: it runs on every turn indexed.
+func addressed(text string) string {
+	t := strings.TrimSpace(text)
+	for _, g := range greetings {
+		if len(t) > len(g) && strings.EqualFold(t[:len(g)], g) {
+			rest := strings.TrimLeft(t[len(g):], ", ") // not "Hey! How …": a new sentence
+			if len(rest) < len(t)-len(g) {             // the greeting is a word of its own
+				if w := capitalised(rest); w != "" {
+					return w
+				}
+			}
+			break
+		}
+	}
+	for i := 0; i < len(t); i++ {
+		if t[i] != '!' && t[i] != '?' {
+			continue
+		}
+		j := i
+		for j > 0 && t[j-1] == ' ' {
+			j--
+		}
+		k := j
+		for k > 0 && isASCIILetter(t[k-1]) {
+			k--
+		}
+		if k == j || k < 2 || t[k-1] != ' ' || t[k-2] != ',' {
+			continue
+		}
+		if w := capitalised(t[k:j]); w == t[k:j] {
+			return w
+		}
+	}
+	return ""
+}
+
+// capitalised returns the word of ASCII letters that opens s when it is a name: an upper-case
+// letter then lower-case ones, two letters at least, not a word of notAddressed.
+func capitalised(s string) string {
+	n := 0
+	for n < len(s) && isASCIILetter(s[n]) {
+		n++
+	}
+	w := s[:n]
+	if len(w) < 2 || w[0] < 'A' || w[0] > 'Z' || notAddressed[w] {
+		return ""
+	}
+	for i := 1; i < len(w); i++ {
+		if w[i] < 'a' || w[i] > 'z' {
+			return ""
+		}
+	}
+	return w
+}
+
+func isASCIILetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }

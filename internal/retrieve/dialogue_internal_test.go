@@ -34,6 +34,15 @@ func TestDialogueDoc(t *testing.T) {
 			{"user", nil, "小明：你去过长城吗？"},
 		}, []want{{"Calvin", "", ""}, {"Dave", "Calvin: Did you learn it alone?", "Calvin"}, {"David", "Dave: Yes.", "Dave"},
 			{"小明", "Dave: At twelve.", "David"}}},
+		{"names from how they address each other", []turn{
+			{"user", nil, "Hey Mel! Good to see you."},
+			{"assistant", nil, "Hi Caroline! How was the support group?"},
+			{"user", nil, "It was powerful. I learned so much."},
+			{"assistant", nil, "That's awesome, Caroline! I painted a sunrise last week."},
+			{"user", map[string]any{"name": "Carrie"}, "Wow."},
+		}, []want{{"", "", ""}, {"Mel", "Hey Mel! Good to see you.", ""}, {"Caroline", "Hi Caroline! How was the support group?", "Mel"},
+			{"Mel", "It was powerful. I learned so much.", "Caroline"},
+			{"Carrie", "That's awesome, Caroline! I painted a sunrise last week.", "Mel"}}},
 		{"roles only", []turn{
 			{"user", nil, "Which plant needs least water?"},
 			{"assistant", nil, "A cactus."},
@@ -83,6 +92,31 @@ func TestPrefixName(t *testing.T) {
 	} {
 		if got := prefixName(content); got != want {
 			t.Errorf("prefixName(%q) = %q, want %q", content, got, want)
+		}
+	}
+}
+
+// TestAddressed: the name a turn calls its listener by, after a greeting or before an
+// exclamation or question mark; not a word that merely follows, nor a place in a list.
+func TestAddressed(t *testing.T) {
+	for text, want := range map[string]string{
+		"Hey Mel! Good to see you.":           "Mel",
+		"Thanks, Dave, that helps.":           "Dave",
+		"That's awesome, Dave!":               "Dave",
+		"How was the trip, Mel?":              "Mel",
+		"Congratulations Jon, well deserved.": "Jon",
+		"Hi there! What's up?":                "",
+		"Hey! How are you?":                   "",
+		"Oh my God!":                          "",
+		"I went to London, Paris and Rome.":   "",
+		"Thanks, I will!":                     "",
+		"Hithere Dave":                        "",
+		"We visited Rome, Italy!":             "Italy", // a limit: a place closing an exclamation reads as a name
+		"I told her: really, NASA?":           "",
+		"":                                    "",
+	} {
+		if got := addressed(text); got != want {
+			t.Errorf("addressed(%q) = %q, want %q", text, got, want)
 		}
 	}
 }

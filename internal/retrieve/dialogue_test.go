@@ -77,6 +77,31 @@ func TestSpeakersNamedInTheContent(t *testing.T) {
 	}
 }
 
+// TestSpeakersNamedByHowTheyAddressEachOther: two people's conversation sent as the user's and
+// the assistant's turns, with no names but those they call each other by ("Hey Dave!", "Hi
+// Calvin!"): a question about Dave ranks Dave's own turn above Calvin's turn addressing him.
+func TestSpeakersNamedByHowTheyAddressEachOther(t *testing.T) {
+	e := start(t)
+	e.seed(t, "chat", "alice", []client.Turn{
+		{Role: "user", Content: "Hey Dave! Did your brother teach you to play the guitar?"},
+		{Role: "assistant", Content: "Hi Calvin! No, I learned on my own as a kid."},
+		{Role: "user", Content: "That's awesome, Dave! I wish I had your hiking pictures too."},
+		{Role: "assistant", Content: "Thanks! Last weekend I went hiking in the mountains again."},
+		{Role: "user", Content: "My brother plays the piano in Berlin."},
+	})
+	e.seed(t, "later", "alice", []client.Turn{{Content: "Hello again."}})
+	for _, sess := range []string{"chat", "later"} {
+		reply, err := e.cl.Retrieve(context.Background(), events.RetrieveRequest{Query: "Where did Dave go hiking?", Session: sess})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := entryIDs(reply)
+		if own, addr := slices.Index(got, "chat-03"), slices.Index(got, "chat-02"); own < 0 || (addr >= 0 && addr < own) {
+			t.Errorf("from %s: Dave's own turn chat-03 at %d, Calvin's turn addressing him chat-02 at %d: %v", sess, own, addr, top(reply))
+		}
+	}
+}
+
 func entryIDs(r events.RetrieveReply) []string {
 	var out []string
 	for _, e := range r.Entries {

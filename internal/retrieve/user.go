@@ -224,7 +224,7 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 			u.bytes.Add(archivedBytes(e))
 		}
 		u.archIdx.AddPrepared(docs...)
-		u.bytes.Add(int64(len(r.last.tail) - len(r.as.last.tail)))
+		u.bytes.Add(int64(r.last.size() - r.as.last.size()))
 		r.as.last = r.last
 		r.as.scanned = r.upTo
 		r.as.dirty = false

@@ -38,6 +38,9 @@ var numbers = map[string]int{
 	"几": 3, "半": 0, // 半 is handled apart (half a month, half a year)
 }
 
+// maxCount bounds a count of units: 200 years still fit in a time.Duration.
+const maxCount = 200
+
 // count reads a number written in digits or words ("", as in "a week ago" without "a", is 1).
 func count(s string) (int, bool) {
 	s = strings.TrimSpace(strings.ToLower(s))
@@ -45,7 +48,7 @@ func count(s string) (int, bool) {
 		return 1, true
 	}
 	if n, err := strconv.Atoi(s); err == nil {
-		return n, n > 0 && n < 1000
+		return n, n > 0 && n <= maxCount
 	}
 	n, ok := numbers[s]
 	return n, ok && n > 0

@@ -71,6 +71,8 @@ func TestNoPeriod(t *testing.T) {
 		"I may go hiking",
 		"Last name of my manager?",
 		"我喜欢什么颜色",
+		"What happened 999 years ago?",
+		"in the past 5000 years",
 		"",
 	} {
 		if p, ok := Find(q, at); ok {
@@ -94,4 +96,16 @@ func BenchmarkFind(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzFind: any text, a period or none, never a period ending after at or starting after its end.
+func FuzzFind(f *testing.F) {
+	for _, s := range []string{"last Saturday", "four weeks ago", "上周六", "三天前", "in May and June", "\xff\xfe ago", "past  weekend"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, q string) {
+		if p, ok := Find(q, at); ok && (p.To.After(at) || !p.From.Before(p.To)) {
+			t.Errorf("%q: period %v..%v", q, p.From, p.To)
+		}
+	})
 }

@@ -39,6 +39,7 @@ var Techniques = []Technique{
 	{"query tf saturation", true, func(c *rank.Config) { c.QueryK3 = rank.Off }},
 	{"query term cap", true, func(c *rank.Config) { c.MaxQueryTerms = int(rank.Off) }},
 	{"query speaker weight", true, func(c *rank.Config) { c.QuerySpeaker = rank.Off }},
+	{"query question words dropped", true, func(c *rank.Config) { c.KeepQuestionWords = true }},
 	{"query recency 0.9", false, func(c *rank.Config) { c.QueryRecency = 0.9 }},
 	{"agent turn weight", true, func(c *rank.Config) { c.AgentTurn = rank.Off }},
 	{"session evidence", true, func(c *rank.Config) { c.Session = rank.Off }},

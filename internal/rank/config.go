@@ -85,6 +85,11 @@ type Config struct {
 	// about what to recall. Line i of n weighs δ^(n−1−i) in the query term frequency.
 	// Default DefaultQueryRecency; 1 (or Off) disables.
 	QueryRecency float64
+	// KeepQuestionWords keeps the Chinese words that ask (什么, 哪里, 为什么 …) in a query, and
+	// the character pairs across them. By default they are dropped: the answer does not hold
+	// them, and "叫什么名字" would otherwise look for 叫什 and 么名 (MADial zh R@5 0.559 →
+	// 0.572 without them, docs/retrieval.md).
+	KeepQuestionWords bool
 	// QuerySpeaker is the weight in (0,1] of a query line marked with a role other than the
 	// user's ("assistant: ..."; see [ParseQuery]): the user's own words say more about the
 	// user's memories than the assistant's replies. Default DefaultQuerySpeaker; 1 (or Off)

@@ -430,6 +430,7 @@ func devMethods() []method {
 		all("final - query term cap (all terms)", cfgRanker(Config{MaxQueryTerms: int(Off)})),
 		all("final + session repeat 0.5 [out]", cfgRanker(Config{SessionRepeat: 0.5})),
 		all("final - query speaker weight", cfgRanker(Config{QuerySpeaker: Off})),
+		all("final - question words dropped", cfgRanker(Config{KeepQuestionWords: true})),
 		all("final + query recency 0.9 [out]", cfgRanker(Config{QueryRecency: 0.9})),
 		all("final + char n-gram TF-IDF 0.5 [out]", vecRanker{Config{}, charCosine, 0.5}),
 		all("final + LSA k=100 0.3 [out]", vecRanker{Config{}, lsaCosine(100), 0.3}),

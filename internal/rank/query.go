@@ -62,6 +62,14 @@ func (c *Config) lineWeight(l QueryLine, i, n int) float64 {
 	return w
 }
 
+// questionWords are the Chinese words that ask (什么, 哪里, 为什么, 多少, 吗 …): a query's
+// answer does not hold them, and the character pairs across them ("叫什么名字": 叫什, 么名) are
+// no words. They end a run of Han characters in a query, as a space would.
+var questionWords = strings.NewReplacer(
+	"为什么", " ", "什么", " ", "怎么样", " ", "怎么", " ", "怎样", " ", "哪里", " ", "哪儿", " ",
+	"哪个", " ", "哪些", " ", "哪", " ", "多少", " ", "几个", " ", "几次", " ", "几天", " ",
+	"吗", " ", "呢", " ", "谁", " ", "是否", " ")
+
 // queryTerms returns the distinct terms of query, in first-seen order, with their weights
 // (k3+1)·qtf/(k3+qtf), or 1 with QueryK3 off. qtf sums the weights of the lines (see
 // lineWeight) the term occurs in, once per occurrence.
@@ -71,7 +79,11 @@ func (c *Config) queryTerms(query string) []qterm {
 	out := make([]qterm, 0, len(query)/8+1)
 	for i, l := range lines {
 		lw := c.lineWeight(l, i, len(lines))
-		for _, t := range search.Terms(l.Text) {
+		text := l.Text
+		if !c.KeepQuestionWords {
+			text = questionWords.Replace(text)
+		}
+		for _, t := range search.Terms(text) {
 			if j, ok := idx[t]; ok {
 				out[j].w += lw
 				continue

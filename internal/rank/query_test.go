@@ -2,6 +2,7 @@ package rank
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -75,5 +76,32 @@ func TestQueryText(t *testing.T) {
 		if got := QueryText(q); got != want {
 			t.Errorf("QueryText(%q) = %q, want %q", q, got, want)
 		}
+	}
+}
+
+// TestQuestionWordsDropped: a Chinese question's asking words and the pairs across them are no
+// query terms; with KeepQuestionWords they are.
+func TestQuestionWordsDropped(t *testing.T) {
+	terms := func(c Config) []string {
+		var out []string
+		c = c.withDefaults()
+		for _, q := range c.queryTerms("小明的哥哥叫什么名字？") {
+			out = append(out, q.term)
+		}
+		return out
+	}
+	got := terms(Config{})
+	for _, bad := range []string{"叫什", "么名", "什", "么"} {
+		if slices.Contains(got, bad) {
+			t.Errorf("query terms %q hold %q", got, bad)
+		}
+	}
+	for _, want := range []string{"小明", "哥哥", "名字", "叫"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("query terms %q lack %q", got, want)
+		}
+	}
+	if kept := terms(Config{KeepQuestionWords: true}); !slices.Contains(kept, "么名") {
+		t.Errorf("with KeepQuestionWords, query terms %q lack 么名", kept)
 	}
 }

@@ -90,6 +90,7 @@ func init() {
 		remember reminder correction fact context goal task problem solution background status name date
 		time location address email phone ingredients instructions steps notice hello hi hey thanks
 		dear fix bug feature idea plan plus minus total price cost source quote translation
+		fwd fw cc bcc from to nb ok okay yes no pros cons option options
 		user assistant system tool human ai bot agent model me you
 		monday tuesday wednesday thursday friday saturday sunday today yesterday tomorrow
 		注意 问题 答案 回答 提示 总结 备注 用户 助手 系统 问 答 结果 原因 例如 比如 标题 更新 今天 昨天 明天`) {

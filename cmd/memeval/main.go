@@ -33,7 +33,6 @@ import (
 	"github.com/agentmem/agentmem/internal/daemon"
 	"github.com/agentmem/agentmem/internal/eval"
 	"github.com/agentmem/agentmem/internal/ingest"
-	"github.com/agentmem/agentmem/internal/rank"
 	"github.com/agentmem/agentmem/internal/retrieve"
 )
 
@@ -158,7 +157,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			emb           retrieve.Embedder
 			name, rank    string
 			ranking       string
-			rankingConfig rank.Config
+			rankingConfig eval.Tuning
 		}
 		var confs []conf
 		for i := range labels {
@@ -171,7 +170,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		for _, c := range confs {
 			fmt.Fprintf(stdout, "#### embedder %s, rank %s, ranking %s\n\n", c.name, c.rank, c.ranking)
 			run := svc
-			run.embedder, run.fusion.Rank, run.rank = c.emb, c.rank, c.rankingConfig
+			run.embedder, run.fusion.Rank, run.tuning = c.emb, c.rank, c.rankingConfig
 			rep, err := run.eval(ctx, cfg, stdout, details, log)
 			if err != nil {
 				return err
@@ -194,7 +193,7 @@ type service struct {
 	conn     *settings.Conn
 	embedder retrieve.Embedder
 	fusion   retrieve.Fusion
-	rank     rank.Config
+	tuning   eval.Tuning
 	logf     *settings.Log
 	stderr   io.Writer
 	level    string
@@ -224,7 +223,7 @@ func (s service) eval(ctx context.Context, cfg eval.Config, stdout, details io.W
 		d, err := daemon.Start(ctx, daemon.Config{
 			Broker:   broker.Config{Listen: "127.0.0.1:-1", DataDir: dir, Durability: broker.DurabilityInterval},
 			Ingest:   ingest.Config{IdleTimeout: -1},
-			Retrieve: retrieve.Config{Embedder: s.embedder, Fusion: s.fusion, Rank: s.rank},
+			Retrieve: retrieve.Config{Embedder: s.embedder, Fusion: s.fusion, Rank: s.tuning.Rank, IgnorePeriods: s.tuning.IgnorePeriods},
 		}, svcLog)
 		if err != nil {
 			return eval.Report{}, fmt.Errorf("starting the in-process service: %w", err)

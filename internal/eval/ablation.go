@@ -17,12 +17,19 @@ type AblationRow struct {
 	Report                  Report
 }
 
+// Tuning is what an ablation switches in the retriever: the keyword ranking's configuration and
+// whether a question about a period counts what was said in it as fresh (internal/when).
+type Tuning struct {
+	Rank          rank.Config
+	IgnorePeriods bool
+}
+
 // Technique is a ranking technique an ablation switches: Switch turns it off when it is on by
-// default (On), on otherwise, in a rank.Config that starts from the defaults.
+// default (On), on otherwise, in a Tuning that starts from the defaults.
 type Technique struct {
 	Name   string
 	On     bool
-	Switch func(*rank.Config)
+	Switch func(*Tuning)
 }
 
 // Label is the technique's row label: "- name" for one switched off, "+ name" for one switched on.
@@ -36,26 +43,27 @@ func (t Technique) Label() string {
 // Techniques are the ranking techniques `memeval --ablation` switches one at a time (keyword
 // ranking, no embedder), each on a fresh service: one line each.
 var Techniques = []Technique{
-	{"query tf saturation", true, func(c *rank.Config) { c.QueryK3 = rank.Off }},
-	{"query term cap", true, func(c *rank.Config) { c.MaxQueryTerms = int(rank.Off) }},
-	{"query speaker weight", true, func(c *rank.Config) { c.QuerySpeaker = rank.Off }},
-	{"query question words dropped", true, func(c *rank.Config) { c.KeepQuestionWords = true }},
-	{"query recency 0.9", false, func(c *rank.Config) { c.QueryRecency = 0.9 }},
-	{"agent turn weight", true, func(c *rank.Config) { c.AgentTurn = rank.Off }},
-	{"session evidence", true, func(c *rank.Config) { c.Session = rank.Off }},
-	{"session diversity", true, func(c *rank.Config) { c.Diversity = rank.Off }},
-	{"session repeat 0.5", false, func(c *rank.Config) { c.SessionRepeat = 0.5 }},
-	{"context field", true, func(c *rank.Config) { c.Context = rank.Off }},
-	{"speaker field", true, func(c *rank.Config) { c.Speaker = rank.Off }},
-	{"mention weight", true, func(c *rank.Config) { c.Mention = rank.Off }},
+	{"query tf saturation", true, func(t *Tuning) { t.Rank.QueryK3 = rank.Off }},
+	{"query term cap", true, func(t *Tuning) { t.Rank.MaxQueryTerms = int(rank.Off) }},
+	{"query speaker weight", true, func(t *Tuning) { t.Rank.QuerySpeaker = rank.Off }},
+	{"query question words dropped", true, func(t *Tuning) { t.Rank.KeepQuestionWords = true }},
+	{"query recency 0.9", false, func(t *Tuning) { t.Rank.QueryRecency = 0.9 }},
+	{"agent turn weight", true, func(t *Tuning) { t.Rank.AgentTurn = rank.Off }},
+	{"session evidence", true, func(t *Tuning) { t.Rank.Session = rank.Off }},
+	{"session diversity", true, func(t *Tuning) { t.Rank.Diversity = rank.Off }},
+	{"session repeat 0.5", false, func(t *Tuning) { t.Rank.SessionRepeat = 0.5 }},
+	{"context field", true, func(t *Tuning) { t.Rank.Context = rank.Off }},
+	{"speaker field", true, func(t *Tuning) { t.Rank.Speaker = rank.Off }},
+	{"mention weight", true, func(t *Tuning) { t.Rank.Mention = rank.Off }},
+	{"question periods", true, func(t *Tuning) { t.IgnorePeriods = true }},
 }
 
-// Ablation returns the rank configurations of an ablation over techniques: the defaults first,
-// then each technique switched, labelled.
-func Ablation(techniques []Technique) (labels []string, configs []rank.Config) {
-	labels, configs = append(labels, "defaults"), append(configs, rank.Config{})
+// Ablation returns the tunings of an ablation over techniques: the defaults first, then each
+// technique switched, labelled.
+func Ablation(techniques []Technique) (labels []string, configs []Tuning) {
+	labels, configs = append(labels, "defaults"), append(configs, Tuning{})
 	for _, t := range techniques {
-		var c rank.Config
+		var c Tuning
 		t.Switch(&c)
 		labels, configs = append(labels, t.Label()), append(configs, c)
 	}

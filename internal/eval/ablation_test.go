@@ -11,14 +11,14 @@ import (
 
 func TestAblationSwitchesEachTechnique(t *testing.T) {
 	techniques := []Technique{
-		{"session diversity", true, func(c *rank.Config) { c.Diversity = rank.Off }},
-		{"query recency 0.9", false, func(c *rank.Config) { c.QueryRecency = 0.9 }},
+		{"session diversity", true, func(t *Tuning) { t.Rank.Diversity = rank.Off }},
+		{"query recency 0.9", false, func(t *Tuning) { t.Rank.QueryRecency = 0.9 }},
 	}
 	labels, configs := Ablation(techniques)
 	if want := []string{"defaults", "- session diversity", "+ query recency 0.9"}; !reflect.DeepEqual(labels, want) {
 		t.Errorf("labels %q, want %q", labels, want)
 	}
-	want := []rank.Config{{}, {Diversity: rank.Off}, {QueryRecency: 0.9}}
+	want := []Tuning{{}, {Rank: rank.Config{Diversity: rank.Off}}, {Rank: rank.Config{QueryRecency: 0.9}}}
 	if !reflect.DeepEqual(configs, want) {
 		t.Errorf("configs %+v, want %+v", configs, want)
 	}
@@ -26,10 +26,10 @@ func TestAblationSwitchesEachTechnique(t *testing.T) {
 	labels, configs = Ablation(Techniques)
 	seen := map[string]bool{}
 	for i, c := range configs[1:] {
-		if err := c.Validate(); err != nil {
+		if err := c.Rank.Validate(); err != nil {
 			t.Errorf("%s: %v", labels[i+1], err)
 		}
-		if reflect.DeepEqual(c, rank.Config{}) || seen[labels[i+1]] {
+		if reflect.DeepEqual(c, Tuning{}) || seen[labels[i+1]] {
 			t.Errorf("%s: switches nothing, or twice listed", labels[i+1])
 		}
 		seen[labels[i+1]] = true

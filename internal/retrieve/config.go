@@ -69,6 +69,10 @@ type Config struct {
 	// compared with its stored vectors until the vector bucket marks Embedder's model complete
 	// (memctl reembed), then with Embedder's (docs/vectors.md).
 	PreviousEmbedder Embedder
+	// IgnorePeriods measures every entry's decay from the request's "at", also for a question
+	// about a period (for measurements: by default what was said within the period a one-line
+	// query names counts as fresh, internal/when).
+	IgnorePeriods bool
 	// Rank configures the keyword ranking of every source (internal/rank); the zero value is
 	// the measured default. The archive uses session evidence and diversity (its documents are
 	// grouped by session); short-term and long-term entries are ranked alone. memeval's

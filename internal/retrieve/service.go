@@ -415,7 +415,7 @@ func (s *Service) Retrieve(ctx context.Context, tenant string, req events.Retrie
 	// conversation, not of what to recall.
 	var period when.Period
 	hasPeriod := false
-	if !strings.Contains(strings.TrimSpace(req.Query), "\n") {
+	if !s.cfg.IgnorePeriods && !strings.Contains(strings.TrimSpace(req.Query), "\n") {
 		period, hasPeriod = when.Find(req.Query, at)
 	}
 	seen := map[string]bool{}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmem/agentmem/internal/retrieve"
 	"github.com/agentmem/agentmem/pkg/client"
 	"github.com/agentmem/agentmem/pkg/events"
 )
@@ -13,7 +14,11 @@ import (
 // in it as fresh (decay 1.0), so it ranks above a newer, equally relevant entry; the same query
 // without the period ranks the newer one first.
 func TestQueryAboutAPeriod(t *testing.T) {
-	e := start(t)
+	t.Run("default", func(t *testing.T) { testQueryAboutAPeriod(t, start(t), true) })
+	t.Run("IgnorePeriods", func(t *testing.T) { testQueryAboutAPeriod(t, startWith(t, retrieve.Config{IgnorePeriods: true}), false) })
+}
+
+func testQueryAboutAPeriod(t *testing.T, e *env, periods bool) {
 	at := time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC) // a Wednesday
 	saturday := time.Date(2026, 11, 28, 11, 0, 0, 0, time.UTC)
 	e.seed(t, "weekend", "alice", []client.Turn{
@@ -33,6 +38,12 @@ func TestQueryAboutAPeriod(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := entryIDs(reply)
+		if !periods {
+			if len(got) == 0 || got[0] != tt.other {
+				t.Errorf("%q with IgnorePeriods: %v, want %s first", tt.query, top(reply), tt.other)
+			}
+			continue
+		}
 		if len(got) < 2 || got[0] != tt.period {
 			t.Errorf("%q: %s said last Saturday is not first: %v", tt.query, tt.period, top(reply))
 		} else if d := reply.Entries[0].Scores.Decay; d != 1 {

@@ -15,7 +15,9 @@ import (
 // without the period ranks the newer one first.
 func TestQueryAboutAPeriod(t *testing.T) {
 	t.Run("default", func(t *testing.T) { testQueryAboutAPeriod(t, start(t), true) })
-	t.Run("IgnorePeriods", func(t *testing.T) { testQueryAboutAPeriod(t, startWith(t, retrieve.Config{IgnorePeriods: true}), false) })
+	t.Run("IgnorePeriods", func(t *testing.T) {
+		testQueryAboutAPeriod(t, startWith(t, retrieve.Config{IgnorePeriods: true}), false)
+	})
 }
 
 func testQueryAboutAPeriod(t *testing.T, e *env, periods bool) {

@@ -183,6 +183,9 @@ var notAddressed = map[string]bool{"I": true, "My": true, "The": true, "It": tru
 // Plain scanning: it runs on every turn indexed.
 func addressed(text string) string {
 	t := strings.TrimSpace(text)
+	if n := addressedZH(t); n != "" {
+		return n
+	}
 	for _, g := range greetings {
 		if len(t) > len(g) && strings.EqualFold(t[:len(g)], g) {
 			rest := strings.TrimLeft(t[len(g):], ", ") // not "Hey! How …": a new sentence
@@ -212,6 +215,50 @@ func addressed(text string) string {
 		if w := capitalised(t[k:j]); w == t[k:j] {
 			return w
 		}
+	}
+	return ""
+}
+
+// greetingsZH open a Chinese turn that addresses someone by name right after ("嗨，小明！",
+// "你好小红，…"), longest first where one starts another.
+var greetingsZH = []string{"你好呀", "你好", "您好", "嗨", "嘿", "哈喽", "早上好", "晚上好", "早安", "晚安",
+	"谢谢你", "谢谢", "恭喜你", "恭喜"}
+
+// notNamesZH are what follows a greeting in place of a name: the listener as a group or by kin.
+var notNamesZH = []string{"大家", "朋友", "亲爱", "老师", "妈妈", "爸爸", "宝贝", "各位", "同学"}
+
+// addressedZH returns the name a Chinese greeting that opens t addresses: two or three Han
+// characters after it (and a comma), closed by punctuation, none of them a character common in
+// other words that open a sentence (notInHanNames); "" when none. A Chinese name has no capital
+// to tell it from other words, so only a greeting introduces one.
+func addressedZH(t string) string {
+	for _, g := range greetingsZH {
+		if !strings.HasPrefix(t, g) {
+			continue
+		}
+		rest := strings.TrimLeft(t[len(g):], "，, ")
+		var name []rune
+		for _, r := range rest {
+			if !unicode.Is(unicode.Han, r) {
+				if !strings.ContainsRune("！!，,。.？?~～ ", r) {
+					return ""
+				}
+				break
+			}
+			if name = append(name, r); len(name) > 3 {
+				return ""
+			}
+		}
+		n := string(name)
+		if len(name) < 2 || strings.ContainsAny(n, notInHanNames) {
+			return ""
+		}
+		for _, w := range notNamesZH {
+			if strings.HasPrefix(n, w) {
+				return ""
+			}
+		}
+		return n
 	}
 	return ""
 }

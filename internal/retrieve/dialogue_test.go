@@ -79,26 +79,49 @@ func TestSpeakersNamedInTheContent(t *testing.T) {
 
 // TestSpeakersNamedByHowTheyAddressEachOther: two people's conversation sent as the user's and
 // the assistant's turns, with no names but those they call each other by ("Hey Dave!", "Hi
-// Calvin!"): a question about Dave ranks Dave's own turn above Calvin's turn addressing him.
+// Calvin!", "嗨，小明！"): a question about Dave ranks Dave's own turn above Calvin's turn
+// addressing him, in English and in Chinese.
 func TestSpeakersNamedByHowTheyAddressEachOther(t *testing.T) {
-	e := start(t)
-	e.seed(t, "chat", "alice", []client.Turn{
-		{Role: "user", Content: "Hey Dave! Did your brother teach you to play the guitar?"},
-		{Role: "assistant", Content: "Hi Calvin! No, I learned on my own as a kid."},
-		{Role: "user", Content: "That's awesome, Dave! I wish I had your hiking pictures too."},
-		{Role: "assistant", Content: "Thanks! Last weekend I went hiking in the mountains again."},
-		{Role: "user", Content: "My brother plays the piano in Berlin."},
-	})
-	e.seed(t, "later", "alice", []client.Turn{{Content: "Hello again."}})
-	for _, sess := range []string{"chat", "later"} {
-		reply, err := e.cl.Retrieve(context.Background(), events.RetrieveRequest{Query: "Where did Dave go hiking?", Session: sess})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := entryIDs(reply)
-		if own, addr := slices.Index(got, "chat-03"), slices.Index(got, "chat-02"); own < 0 || (addr >= 0 && addr < own) {
-			t.Errorf("from %s: Dave's own turn chat-03 at %d, Calvin's turn addressing him chat-02 at %d: %v", sess, own, addr, top(reply))
-		}
+	for _, c := range []struct {
+		lang, query string
+		turns       []string
+	}{
+		{"en", "Where did Dave go hiking?", []string{
+			"Hey Dave! Did your brother teach you to play the guitar?",
+			"Hi Calvin! No, I learned on my own as a kid.",
+			"That's awesome, Dave! I wish I had your hiking pictures too.",
+			"Thanks! Last weekend I went hiking in the mountains again.",
+			"My brother plays the piano in Berlin."}},
+		{"zh", "小明去哪里爬山了？", []string{
+			"嗨，小明！你哥哥教你弹吉他了吗？",
+			"你好，小红！没有，我是小时候自己学的。",
+			"太棒了，小明！我也想要你爬山的照片。",
+			"谢谢！周末我又去黄山爬山了。",
+			"我哥哥在北京弹钢琴。"}},
+	} {
+		t.Run(c.lang, func(t *testing.T) {
+			e := start(t)
+			var turns []client.Turn
+			for i, text := range c.turns {
+				role := "user"
+				if i%2 == 1 {
+					role = "assistant"
+				}
+				turns = append(turns, client.Turn{Role: role, Content: text})
+			}
+			e.seed(t, "chat", "alice", turns)
+			e.seed(t, "later", "alice", []client.Turn{{Content: "Hello again."}})
+			for _, sess := range []string{"chat", "later"} {
+				reply, err := e.cl.Retrieve(context.Background(), events.RetrieveRequest{Query: c.query, Session: sess})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := entryIDs(reply)
+				if own, addr := slices.Index(got, "chat-03"), slices.Index(got, "chat-02"); own < 0 || (addr >= 0 && addr < own) {
+					t.Errorf("from %s: the own turn chat-03 at %d, the turn addressing its speaker chat-02 at %d: %v", sess, own, addr, top(reply))
+				}
+			}
+		})
 	}
 }
 

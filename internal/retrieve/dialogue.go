@@ -34,12 +34,14 @@ const maxPrefixName = 32
 // four Han characters, followed by a colon (ASCII or full-width) and text; a label that is not
 // a name ("Note: …", "Q: …", "注意：…") is not one. "" when content opens with no name.
 func prefixName(content string) string {
-	i := strings.IndexAny(content, ":：")
-	if i <= 0 || i > maxPrefixName*utf8.UTFMax {
+	head := content[:min(len(content), maxPrefixName*utf8.UTFMax+len("："))] // a name is near the start
+	i := strings.IndexAny(head, ":：")
+	if i <= 0 {
 		return ""
 	}
 	name := strings.TrimSpace(content[:i])
-	rest := strings.TrimSpace(content[i+len(string([]rune(content[i:])[0])):])
+	_, colon := utf8.DecodeRuneInString(content[i:])
+	rest := strings.TrimSpace(content[i+colon:])
 	if rest == "" || utf8.RuneCountInString(name) > maxPrefixName || notNames[strings.ToLower(name)] {
 		return ""
 	}

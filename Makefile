@@ -54,6 +54,7 @@ fuzz: ## every decoder and parser fuzzed for $(FUZZTIME) executions each
 	$(GO) test -run '^$$' -fuzz '^FuzzFastBinaryAgrees$$' -fuzztime $(FUZZTIME) ./pkg/events
 	$(GO) test -run '^$$' -fuzz '^FuzzValidJSONAgrees$$' -fuzztime $(FUZZTIME) ./pkg/events
 	$(GO) test -run '^$$' -fuzz '^FuzzStructuredAgrees$$' -fuzztime $(FUZZTIME) ./pkg/events
+	$(GO) test -run '^$$' -fuzz '^FuzzFind$$' -fuzztime $(FUZZTIME) ./internal/when
 
 chaos: ## the multi-process fault run: 3 nats-server nodes, two of each worker, kill -9 of the turns leader and of an ingest process
 	$(GO) test -tags chaos -count=1 -v -timeout 10m ./internal/chaos

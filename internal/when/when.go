@@ -50,8 +50,33 @@ func count(s string) (int, bool) {
 	if n, err := strconv.Atoi(s); err == nil {
 		return n, n > 0 && n <= maxCount
 	}
-	n, ok := numbers[s]
-	return n, ok && n > 0
+	if n, ok := numbers[s]; ok {
+		return n, n > 0
+	}
+	return chineseCount(s)
+}
+
+// chineseCount reads a Chinese number of up to three characters: 十五 15, 二十 20, 二十五 25,
+// 十几 13 (几: a few).
+func chineseCount(s string) (int, bool) {
+	tens, units, seenTen := 0, 0, false
+	for _, r := range s {
+		switch {
+		case r == '十':
+			if seenTen {
+				return 0, false
+			}
+			seenTen, tens, units = true, max(units, 1), 0
+		default:
+			n, ok := numbers[string(r)]
+			if !ok || (n == 0 && r != '半') {
+				return 0, false
+			}
+			units = n
+		}
+	}
+	n := tens*10 + units
+	return n, n > 0 && n <= maxCount
 }
 
 // unitLength is a unit's approximate length.
@@ -83,7 +108,7 @@ var months = map[string]time.Month{
 }
 
 const num = `(\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a couple of|couple of|a few|few|several)`
-const cnum = `(\d+|[一两二三四五六七八九十几])`
+const cnum = `(\d+|[一两二三四五六七八九十几]{1,3})`
 
 var (
 	// "four weeks ago", "a month ago", "2 days ago"
@@ -94,7 +119,7 @@ var (
 	weekdayEN = regexp.MustCompile(`\b(?:last|this past|past)\s+(sunday|monday|tuesday|wednesday|thursday|friday|saturday)\b`)
 	// "yesterday", "today", "the day before yesterday", "this week", "this month" (not "before
 	// today" nor "until today": all of the past)
-	simpleEN = regexp.MustCompile(`(\bbefore\s+|\buntil\s+|\btill\s+)?\b(the day before yesterday|yesterday|today|tonight|this morning|this week|this month|this year)\b`)
+	simpleEN = regexp.MustCompile(`(\bbefore\s+|\buntil\s+|\btill\s+)?\b(the day before yesterday|yesterday|last night|today|tonight|this morning|this week|this month|this year)\b`)
 	// "in December", "in early March", "during May", "in March and April"
 	monthEN = regexp.MustCompile(`\b(?:in|during|of|and|between|from)\s+(?:early\s+|late\s+|mid-?\s*)?(january|february|march|april|may|june|july|august|september|october|november|december)\b`)
 
@@ -340,6 +365,8 @@ func simple(at time.Time, w string) Period {
 		return Period{From: today, To: at}
 	case "yesterday", "昨天", "昨晚":
 		return Period{From: today.Add(-day), To: today}
+	case "last night":
+		return Period{From: today.Add(-day / 2), To: today.Add(day / 4)}
 	case "the day before yesterday", "前天":
 		return Period{From: today.Add(-2 * day), To: today.Add(-day)}
 	case "大前天":

@@ -37,6 +37,9 @@ func TestFind(t *testing.T) {
 		{"昨天吃了什么", []time.Time{date(12, 1)}, []time.Time{date(11, 29)}},
 		{"上个月的旅行", []time.Time{date(11, 2)}, []time.Time{date(9, 1)}},
 		{"十月份的账单", []time.Time{date(10, 15)}, []time.Time{date(11, 15)}},
+		{"二十天前的聚会", []time.Time{date(11, 12)}, []time.Time{date(11, 25), date(10, 20)}},
+		{"十五天前", []time.Time{date(11, 17)}, []time.Time{date(11, 28)}},
+		{"What did I eat last night?", []time.Time{time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)}, []time.Time{time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC), date(11, 30)}},
 	}
 	for _, tt := range tests {
 		p, ok := Find(tt.query, at)

@@ -5,14 +5,9 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
-	"github.com/agentmem/agentmem/internal/broker"
-	"github.com/agentmem/agentmem/internal/daemon"
-	"github.com/agentmem/agentmem/internal/ingest"
 	"github.com/agentmem/agentmem/internal/rank"
 	"github.com/agentmem/agentmem/internal/retrieve"
 	"github.com/agentmem/agentmem/pkg/client"
@@ -22,36 +17,6 @@ import (
 // startRank is start with the given ranking configuration.
 func startRank(t *testing.T, rc rank.Config) *env {
 	return startWith(t, retrieve.Config{Rank: rc})
-}
-
-// startWith is start with the given retriever configuration (its clock is start's).
-func startWith(t *testing.T, rcfg retrieve.Config) *env {
-	t.Helper()
-	rcfg.Now = func() time.Time { return day.Add(48 * time.Hour) }
-	cfg := daemon.Config{
-		Broker:   broker.Config{Listen: "127.0.0.1:-1", DataDir: t.TempDir()},
-		Ingest:   ingest.Config{IdleTimeout: -1},
-		Retrieve: rcfg,
-	}
-	d, err := daemon.Start(context.Background(), cfg, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := d.Stop(); err != nil {
-			t.Errorf("stopping: %v", err)
-		}
-	})
-	nc, err := nats.Connect(d.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	cl, err := client.New(nc, client.Options{Tenant: "acme"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &env{nc: nc, cl: cl, cfg: cfg}
 }
 
 // A dialogue as the query: the assistant's line ("assistant: ...") weighs less than the user's,

@@ -34,12 +34,20 @@ type env struct {
 	cfg daemon.Config
 }
 
+// start runs agentmem in process with the default retriever, its clock two days after day.
 func start(t *testing.T) *env {
 	t.Helper()
+	return startWith(t, retrieve.Config{})
+}
+
+// startWith is start with the given retriever configuration (its clock is start's).
+func startWith(t *testing.T, rcfg retrieve.Config) *env {
+	t.Helper()
+	rcfg.Now = func() time.Time { return day.Add(48 * time.Hour) }
 	cfg := daemon.Config{
 		Broker:   broker.Config{Listen: "127.0.0.1:-1", DataDir: t.TempDir()},
 		Ingest:   ingest.Config{IdleTimeout: -1},
-		Retrieve: retrieve.Config{Now: func() time.Time { return day.Add(48 * time.Hour) }},
+		Retrieve: rcfg,
 	}
 	d, err := daemon.Start(context.Background(), cfg, zerolog.Nop())
 	if err != nil {

@@ -112,3 +112,20 @@ func FuzzFind(f *testing.F) {
 		}
 	})
 }
+
+// TestFindInTheCallersZone: the days of a period are the days of at's zone: at 01:00 in UTC+8
+// (17:00 UTC the day before), "yesterday" is the day before in UTC+8, not in UTC.
+func TestFindInTheCallersZone(t *testing.T) {
+	cst := time.FixedZone("UTC+8", 8*3600)
+	at := time.Date(2026, 12, 2, 1, 0, 0, 0, cst)
+	p, ok := Find("what did I eat yesterday?", at)
+	if !ok {
+		t.Fatal("no period")
+	}
+	if in := time.Date(2026, 12, 1, 20, 0, 0, 0, cst); !p.Contains(in) {
+		t.Errorf("yesterday %v..%v does not hold %v", p.From, p.To, in)
+	}
+	if out := time.Date(2026, 11, 30, 20, 0, 0, 0, cst); p.Contains(out) {
+		t.Errorf("yesterday %v..%v holds %v", p.From, p.To, out)
+	}
+}

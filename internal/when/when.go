@@ -41,9 +41,10 @@ var numbers = map[string]int{
 // maxCount bounds a count of units: 200 years still fit in a time.Duration.
 const maxCount = 200
 
-// count reads a number written in digits or words ("", as in "a week ago" without "a", is 1).
+// count reads a number written in digits or words, lower case ("", as in "a week ago" without
+// "a", is 1).
 func count(s string) (int, bool) {
-	s = strings.TrimSpace(strings.ToLower(s))
+	s = strings.TrimSpace(s)
 	if s == "" {
 		return 1, true
 	}
@@ -79,9 +80,9 @@ func chineseCount(s string) (int, bool) {
 	return n, n > 0 && n <= maxCount
 }
 
-// unitLength is a unit's approximate length.
+// unitLength is a unit's approximate length (unit in lower case, as near leaves it).
 func unitLength(unit string) time.Duration {
-	switch strings.TrimSuffix(strings.ToLower(unit), "s") {
+	switch strings.TrimSuffix(unit, "s") {
 	case "day", "天", "日":
 		return day
 	case "week", "周", "星期", "礼拜":
@@ -212,7 +213,7 @@ func near(query string) (text string, en, zh bool) {
 	var spans []span
 	for _, t := range triggers {
 		for off := 0; ; {
-			i := bytesIndex(lower[off:], t)
+			i := bytes.Index(lower[off:], []byte(t))
 			if i < 0 {
 				break
 			}
@@ -230,7 +231,7 @@ func near(query string) (text string, en, zh bool) {
 		return "", false, false
 	}
 	slices.SortFunc(spans, func(a, b span) int { return a.from - b.from })
-	var b strings.Builder
+	var out strings.Builder
 	cur := spans[0]
 	flush := func() {
 		from, to := cur.from, cur.to
@@ -240,10 +241,10 @@ func near(query string) (text string, en, zh bool) {
 		for to < len(query) && !utf8.RuneStart(query[to]) {
 			to++
 		}
-		if b.Len() > 0 {
-			b.WriteByte('\n')
+		if out.Len() > 0 {
+			out.WriteByte('\n')
 		}
-		b.Write(lower[from:to])
+		out.Write(lower[from:to])
 	}
 	for _, s := range spans[1:] {
 		if s.from <= cur.to {
@@ -254,10 +255,8 @@ func near(query string) (text string, en, zh bool) {
 		cur = s
 	}
 	flush()
-	return b.String(), en, zh
+	return out.String(), en, zh
 }
-
-func bytesIndex(s []byte, t string) int { return bytes.Index(s, []byte(t)) }
 
 // Find returns the period query asks about, relative to at, and whether it names one.
 func Find(query string, at time.Time) (Period, bool) {
@@ -285,7 +284,7 @@ func english(query string, at time.Time, found []Period) []Period {
 		if !ok {
 			continue
 		}
-		if strings.EqualFold(m[2], "weekend") {
+		if m[2] == "weekend" {
 			// "last weekend": the most recent Saturday and Sunday before at's day.
 			p := lastWeekday(at, time.Saturday)
 			p.To = p.To.Add(day)
@@ -295,15 +294,15 @@ func english(query string, at time.Time, found []Period) []Period {
 		add(past(at, n, unitLength(m[2])))
 	}
 	for _, m := range weekdayEN.FindAllStringSubmatch(query, -1) {
-		add(lastWeekday(at, weekdays[strings.ToLower(m[1])]))
+		add(lastWeekday(at, weekdays[m[1]]))
 	}
 	for _, m := range simpleEN.FindAllStringSubmatch(query, -1) {
 		if m[1] == "" {
-			add(simple(at, strings.ToLower(m[2])))
+			add(simple(at, m[2]))
 		}
 	}
 	for _, m := range monthEN.FindAllStringSubmatch(query, -1) {
-		add(lastMonth(at, months[strings.ToLower(m[1])]))
+		add(lastMonth(at, months[m[1]]))
 	}
 	return found
 }

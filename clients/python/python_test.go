@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -55,28 +54,27 @@ func TestPythonClient(t *testing.T) {
 	}
 	unittest(t, dir, env, python, "discover", "-v", "-s", "tests", "-t", ".")
 
-	// pip install ./clients/python works, and the README's script runs on the installed copy.
-	t.Run("pip install", func(t *testing.T) {
-		pip := pipPython(t, python, "/usr/bin/python3")
-		tmp := t.TempDir()
-		src, site := filepath.Join(tmp, "src"), filepath.Join(tmp, "site")
-		// A copy, since pip builds in the source tree (build/, *.egg-info).
-		if err := os.CopyFS(filepath.Join(src, "agentmem"), os.DirFS(filepath.Join(dir, "agentmem"))); err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range []string{"pyproject.toml", "README.md"} {
-			b, err := os.ReadFile(filepath.Join(dir, f))
-			if err == nil {
-				err = os.WriteFile(filepath.Join(src, f), b, 0o644)
-			}
+	// The README's install recipe works offline with every python3 a newcomer may have first
+	// on PATH, and the README's script runs on the installed copy.
+	for _, py := range interpreters(t, python, "/usr/bin/python3") {
+		t.Run("install with "+py, func(t *testing.T) {
+			venv := installAsReadme(t, dir, py)
+			unittest(t, dir, append(env, "AGENTMEM_INSTALLED=1"), venv, "-v", "tests.test_readme")
+
+			// pip install -e: the package is imported from the checkout, and only it.
+			pipEnv := []string{"PIP_NO_INDEX=1", "PIP_CONFIG_FILE=" + os.DevNull, "PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_NO_INPUT=1", "PYTHONDONTWRITEBYTECODE=1"}
+			run(t, filepath.Dir(venv), 2*time.Minute, pipEnv, venv, "-m", "pip", "install", "-e", dir)
+			got := strings.TrimSpace(string(run(t, t.TempDir(), time.Minute, nil, venv, "-c",
+				"import os, agentmem, importlib.util as u; print(os.path.realpath(agentmem.__file__), u.find_spec('tests') is None)")))
+			want, err := filepath.EvalSymlinks(filepath.Join(dir, "agentmem", "__init__.py"))
 			if err != nil {
 				t.Fatal(err)
 			}
-		}
-		run(t, tmp, 2*time.Minute, []string{"PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_ROOT_USER_ACTION=ignore", "PIP_NO_INPUT=1"},
-			pip, "-m", "pip", "install", "--no-build-isolation", "--no-index", "--no-deps", "--target", site, src)
-		unittest(t, dir, append(env, "AGENTMEM_PYTHONPATH="+site), pip, "-v", "tests.test_readme")
-	})
+			if got != want+" True" {
+				t.Errorf("after pip install -e, agentmem's file and whether tests is not importable: %q, want %q", got, want+" True")
+			}
+		})
+	}
 }
 
 // unittest runs python -m unittest with args in dir and fails the test when a Python test
@@ -92,26 +90,71 @@ func unittest(t *testing.T, dir string, env []string, python string, args ...str
 	}
 }
 
-// pipPython returns the first of the interpreters that can build and install the package
-// offline (pip, setuptools, and wheel for a setuptools before 70.1, as Debian's python3-pip,
-// python3-setuptools and python3-wheel give), and skips the test when none can.
-func pipPython(t *testing.T, candidates ...string) string {
+// readmeInstall returns the shell block of the README's install section.
+func readmeInstall(t *testing.T, dir string) string {
 	t.Helper()
-	const check = "import importlib.metadata as m, importlib.util as u\n" +
-		"assert u.find_spec('pip')\n" +
-		"v = tuple(int(x) for x in m.version('setuptools').split('.')[:2])\n" +
-		"assert v >= (61, 0) and (v >= (70, 1) or u.find_spec('wheel'))\n"
-	for _, py := range candidates {
-		if err := exec.Command(py, "-c", check).Run(); err == nil {
-			return py
+	data, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(data), "<!-- python_test.go runs the next block -->\n```sh\n")
+	block, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("README.md has no sh block after <!-- python_test.go runs the next block -->")
+	}
+	return block
+}
+
+// installAsReadme runs the README's install block, with python first on PATH as python3, in a
+// temporary directory that holds clients/python (a link to dir) as the repository's root does,
+// with pip's index off: offline, nothing can come from PyPI. It returns the venv's python.
+func installAsReadme(t *testing.T, dir, python string) string {
+	t.Helper()
+	if err := exec.Command(python, "-c", "import ensurepip, venv").Run(); err != nil {
+		msg := python + " has no ensurepip: python3 -m venv cannot make a venv with pip (apt-get install python3-venv)"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg + "; CI installs it (.ci/run), so this is a missing install step")
+		}
+		t.Skip(msg)
+	}
+	root, bin := t.TempDir(), t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, "clients"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(dir, filepath.Join(root, "clients", "python")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(python, filepath.Join(bin, "python3")); err != nil {
+		t.Fatal(err)
+	}
+	block := readmeInstall(t, dir)
+	env := []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"PIP_NO_INDEX=1", "PIP_CONFIG_FILE=" + os.DevNull, "PIP_DISABLE_PIP_VERSION_CHECK=1",
+		"PIP_ROOT_USER_ACTION=ignore", "PIP_NO_INPUT=1", "PYTHONDONTWRITEBYTECODE=1"}
+	start := time.Now()
+	out := run(t, root, 3*time.Minute, env, "sh", "-ec", block)
+	t.Logf("%s with %s (%s):\n%s", strings.TrimSpace(block), python, time.Since(start).Round(time.Millisecond), out)
+	return filepath.Join(root, ".venv", "bin", "python")
+}
+
+// interpreters returns the real executables of candidates that exist, each once: python3 on
+// PATH may be another interpreter (pyenv's, say) than Debian's /usr/bin/python3.
+func interpreters(t *testing.T, candidates ...string) []string {
+	t.Helper()
+	var found []string
+	seen := map[string]bool{}
+	for _, c := range candidates {
+		out, err := exec.Command(c, "-c", "import os, sys; print(os.path.realpath(sys.executable))").Output()
+		if err != nil {
+			continue
+		}
+		real := strings.TrimSpace(string(out))
+		if !seen[real] {
+			seen[real] = true
+			found = append(found, real)
 		}
 	}
-	msg := fmt.Sprintf("none of %s has pip, setuptools and wheel: pip install is not checked (apt-get install python3-pip python3-setuptools python3-wheel)", strings.Join(candidates, ", "))
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg + "; CI installs them (.ci/run), so this is a missing install step")
-	}
-	t.Skip(msg)
-	return ""
+	return found
 }
 
 // startAgentmem starts memoryd's workers on an embedded NATS server and the HTTP gateway, with

@@ -40,7 +40,8 @@ CONTENT_TYPE_BATCH = "application/cloudevents-batch+json"
 
 # Statuses retried (honouring Retry-After): the tenant is over its rate, or the service, NATS or
 # JetStream is not there for a moment. Every request is safe to repeat: events carry their ids,
-# retrieve and facts only read, forget forgets what is left.
+# retrieve and facts only read, forget forgets what is left. A 503 on field "after" is not
+# retried: the retriever waited the request's wait_ms for that turn already.
 RETRY_STATUSES = frozenset({429, 503})
 
 
@@ -67,8 +68,8 @@ class Client:
             when the gateway runs without ``--tokens``.
         timeout: seconds one HTTP request may take (a retrieve with ``wait_ms`` gets that much
             more); beyond it :class:`~agentmem.errors.AgentmemTimeoutError`.
-        max_attempts: attempts of one call when the server answers 429 or 503 or cannot be
-            reached (1: no retries).
+        max_attempts: attempts of one call when the server answers 429 or 503 (not a 503 on
+            ``after``: ``wait_ms`` has passed) or cannot be reached (1: no retries).
         backoff: the first wait between attempts, doubled each time up to ``max_backoff``, with
             jitter, when the answer has no ``Retry-After``.
         max_retry_after: the longest ``Retry-After`` (seconds) the client waits; a longer one
@@ -229,7 +230,8 @@ class Client:
         long and archive; ``types`` FACT, SUMMARY, CONVERSATION and TOOL_RESULT; ``at`` the
         "now" of the query; ``context_tokens`` bounds the context (0: none). ``after`` (a turn
         id of ``session``) with ``wait_ms`` waits until that turn is applied (read your writes),
-        else :class:`~agentmem.errors.ServiceUnavailableError`; a turn ingest rejected raises
+        else raises :class:`~agentmem.errors.ServiceUnavailableError` on field ``after`` once
+        ``wait_ms`` has passed (not retried); a turn ingest rejected raises
         :class:`~agentmem.errors.TurnRejectedError` with the reason at once. Invalid input raises
         :class:`~agentmem.errors.BadRequestError` naming the field."""
         body: Dict[str, Any] = {"query": query}
@@ -391,8 +393,9 @@ class Client:
         timeout: Optional[float] = None,
     ) -> Dict[str, Any]:
         """Sends one request, retrying 429 and 503 answers (after Retry-After, or a jittered
-        backoff) and connection failures up to max_attempts, and returns the decoded JSON
-        reply. The body is encoded once: every attempt sends the same bytes (the same ids)."""
+        backoff; not a 503 on ``after``) and connection failures up to max_attempts, and returns
+        the decoded JSON reply. The body is encoded once: every attempt sends the same bytes (the
+        same ids)."""
         data = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
         headers = {"Accept": "application/json", "User-Agent": self.user_agent}
         if content_type:
@@ -415,6 +418,8 @@ class Client:
     def _retry_wait(self, err: AgentmemError, attempt: int) -> Optional[float]:
         """Returns how long to wait before trying again after err, or None to give up."""
         retriable = err.status in RETRY_STATUSES or isinstance(err, errors.AgentmemConnectionError)
+        if err.status == 503 and err.field == "after":
+            retriable = False  # the turn was not applied within wait_ms: waiting is done
         if not retriable or attempt >= self.max_attempts:
             return None
         if err.retry_after is not None:

@@ -58,7 +58,8 @@ class AgentmemError(Exception):
         parts = ["agentmem:"]
         if self.status:
             parts.append(str(self.status))
-        if self.field:
+        # The gateway's detail may already start with the field ("after: turn …"): once is enough.
+        if self.field and not self.detail.startswith(self.field + ":"):
             parts.append(self.field + ":")
         parts.append(self.detail)
         return " ".join(parts)
@@ -98,8 +99,9 @@ class ServerError(AgentmemError):
 
 
 class ServiceUnavailableError(AgentmemError):
-    """503: NATS, JetStream or the service is not there, or ``after`` was not applied within
-    ``wait_ms``; retried (honouring ``Retry-After``) before raised."""
+    """503: NATS, JetStream or the service is not there, retried (honouring ``Retry-After``)
+    before raised; or, with ``field`` ``after``, the turn ``after`` was not applied within
+    ``wait_ms``, raised at once (the service already waited)."""
 
 
 class GatewayTimeoutError(AgentmemError):

@@ -41,21 +41,28 @@ class ReadmeTest(unittest.TestCase):
 
     @needs_service
     def test_the_script_remembers_a_fact_across_sessions(self) -> None:
-        # AGENTMEM_PYTHONPATH points at an installed copy (python_test.go installs one with pip
-        # when it can); else the package is imported from this directory. Either way the script
-        # runs in an empty directory, so nothing else is importable by accident.
-        path = os.environ.get("AGENTMEM_PYTHONPATH") or HERE
-        env = dict(os.environ, PYTHONPATH=path, AGENTMEM_URL=URL, PYTHONNOUSERSITE="1")
+        # With AGENTMEM_INSTALLED=1 the package is the copy installed into this interpreter
+        # (python_test.go installs it into a fresh venv as the README says); else it is imported
+        # from this directory. Either way the script runs in an empty directory, so nothing else
+        # is importable by accident.
+        installed = os.environ.get("AGENTMEM_INSTALLED") == "1"
+        env = dict(os.environ, AGENTMEM_URL=URL, PYTHONNOUSERSITE="1")
+        env.pop("PYTHONPATH", None)
+        if installed:
+            where_want = sys.prefix
+        else:
+            env["PYTHONPATH"] = where_want = HERE
         if TOKEN:
             env["AGENTMEM_TOKEN"] = TOKEN
-        wrapper = ("import sys, agentmem; sys.stderr.write('agentmem from %s\\n' % agentmem.__file__)\n"
+        wrapper = ("import os, sys, agentmem\n"
+                   "sys.stderr.write('agentmem from %s\\n' % os.path.realpath(agentmem.__file__))\n"
                    "exec(compile(sys.stdin.read(), 'README.md', 'exec'))\n")
         with tempfile.TemporaryDirectory() as cwd:
             done = subprocess.run([sys.executable, "-c", wrapper], input=readme_script(), cwd=cwd, env=env,
                                   capture_output=True, text=True, timeout=120)
         self.assertEqual(done.returncode, 0, "stdout:\n%s\nstderr:\n%s" % (done.stdout, done.stderr))
         where = done.stderr.splitlines()[0]
-        self.assertTrue(where.startswith("agentmem from " + os.path.realpath(path)), where)
+        self.assertTrue(where.startswith("agentmem from " + os.path.realpath(where_want)), where)
         self.assertRegex(done.stdout, "^" + readme_output() + "$", "the README says it prints something else")
 
 

@@ -138,6 +138,27 @@ class RetryTest(unittest.TestCase):
         self.assertEqual(waits, [0.0, 0.0])
         self.assertEqual((cm.exception.status, cm.exception.retry_after, cm.exception.detail), (503, 0.0, "no retriever"))
 
+    def test_503_on_after_is_raised_at_once(self) -> None:
+        # The retriever waited wait_ms for the turn already: another attempt would wait again.
+        detail = 'after: turn "t9" of session "s1" is not applied yet (waited 50 ms)'
+        script = Script((503, {}, problem(503, detail, "after")), (200, {}, RETRIEVE))
+        waits: List[float] = []
+        mem = agentmem.Client(self.start(script), "acme", max_attempts=4, sleep=waits.append)
+        with self.assertRaises(agentmem.ServiceUnavailableError) as cm:
+            mem.retrieve("anything", session="s1", after="t9", wait_ms=50)
+        self.assertEqual((len(script.requests), waits), (1, []))
+        self.assertEqual((cm.exception.status, cm.exception.field, cm.exception.detail), (503, "after", detail))
+        self.assertEqual(str(cm.exception), "agentmem: 503 " + detail)
+
+    def test_the_field_is_named_once(self) -> None:
+        for field, detail, want in [
+            ("after", "after: turn t9 is not applied yet", "agentmem: 400 after: turn t9 is not applied yet"),
+            ("limit", "must be between 1 and 200", "agentmem: 400 limit: must be between 1 and 200"),
+            ("at", "at least one of …", "agentmem: 400 at: at least one of …"),
+        ]:
+            with self.subTest(field=field):
+                self.assertEqual(str(agentmem.BadRequestError(detail, status=400, field=field)), want)
+
     def test_a_retry_after_beyond_the_bound_is_raised_at_once(self) -> None:
         script = Script((429, {"Retry-After": "3600"}, problem(429, "over the rate")))
         mem = agentmem.Client(self.start(script), "acme", max_retry_after=10)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import unittest
 import uuid
 from datetime import datetime, timedelta, timezone
+from typing import List
 
 import agentmem
 from agentmem import SessionEnd, Turn
@@ -269,14 +270,20 @@ class ProblemTest(unittest.TestCase):
             self.mem.session(unique("nope"))
         self.assertEqual((cm.exception.status, cm.exception.field), (404, "session"))
 
-    def test_after_not_applied_in_time_is_unavailable_after_retries(self) -> None:
-        waits = []
-        mem = client(max_attempts=2, sleep=waits.append)
+    def test_after_not_applied_in_time_is_unavailable_at_once(self) -> None:
+        # The retriever waits wait_ms for the turn; retrying would wait that long again (a
+        # retrieve with an unknown after took max_attempts times wait_ms plus backoffs to fail).
+        waits: List[float] = []
+        mem = client(max_attempts=4, sleep=waits.append)
+        session = unique("s")
         with self.assertRaises(agentmem.ServiceUnavailableError) as cm:
-            mem.retrieve("x", session=unique("s"), after="never-published", wait_ms=50)
-        self.assertEqual(cm.exception.status, 503)
-        self.assertEqual(len(waits), 1, "a 503 is retried once with max_attempts=2")
-
+            mem.retrieve("x", session=session, after="never-published", wait_ms=50)
+        err = cm.exception
+        self.assertEqual((err.status, err.field), (503, "after"), err.problem)
+        self.assertEqual(waits, [], "a 503 on after was retried")
+        self.assertIn('"never-published"', err.detail)
+        self.assertEqual(str(err).count("after:"), 1, str(err))
+        self.assertTrue(str(err).startswith("agentmem: 503 after: turn "), str(err))
 
 if __name__ == "__main__":
     unittest.main()

@@ -5,7 +5,7 @@ LISTEN    ?= 127.0.0.1:4222
 HTTP      ?=
 BENCHTIME ?= 1s
 
-.PHONY: build run test chaos lint bench eval wordvec clean
+.PHONY: build run test chaos cluster-local lint bench eval wordvec clean
 
 # The release every command's --version prints (package internal/version); without git, the
 # go command's own build information (module version, VCS revision) is all there is.
@@ -58,6 +58,9 @@ fuzz: ## every decoder and parser fuzzed for $(FUZZTIME) executions each
 
 chaos: ## the multi-process fault run: 3 nats-server nodes, two of each worker, kill -9 of the turns leader and of an ingest process
 	$(GO) test -tags chaos -count=1 -v -timeout 10m ./internal/chaos
+
+cluster-local: ## without Docker: 3 nats-server nodes and one of each worker on loopback, a turn published with a node killed, all stopped (deploy/cluster-local.sh; docs/deployment.md)
+	GO=$(GO) deploy/cluster-local.sh
 
 lint: ## go vet and staticcheck (package comments included), of the main module and of $(CONTRIB)
 	$(GO) vet ./...

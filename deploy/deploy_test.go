@@ -64,13 +64,7 @@ func TestCompose(t *testing.T) {
 	if len(dep.agentmemServices()) == 0 {
 		t.Fatal("no service is built from deploy/Dockerfile (build: {context: .., dockerfile: deploy/Dockerfile})")
 	}
-	var run []string // the commands of cmd/ the services run
-	for _, name := range dep.agentmemServices() {
-		if b := binary(dep.compose.Services[name]); slices.Contains(commands, b) && !slices.Contains(run, b) {
-			run = append(run, b)
-		}
-	}
-	dep.flags = binaryFlags(t, run)
+	dep.flags = binaryFlags(t, composeCommands(t))
 	if dep.natsFlags, err = dep.flags("nats-server"); err != nil {
 		t.Fatal(err)
 	}
@@ -79,6 +73,32 @@ func TestCompose(t *testing.T) {
 		t.Run(name, func(t *testing.T) { report(t, checkService(dep, name)) })
 	}
 	t.Run("workers", func(t *testing.T) { report(t, checkWorkers(dep)) })
+}
+
+// composeCommands lists the commands of cmd/ that the compose file's services run: the ones
+// builtTools builds (once per test run, so every test asks for the same list).
+func composeCommands(t *testing.T) []string {
+	t.Helper()
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	commands, err := commandDirs(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := loadCompose(filepath.Join(root, "deploy", "docker-compose.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var run []string
+	for _, s := range c.Services {
+		if b := binary(s); slices.Contains(commands, b) && !slices.Contains(run, b) {
+			run = append(run, b)
+		}
+	}
+	slices.Sort(run)
+	return run
 }
 
 // TestChecksCatchMistakes runs the checks on files with known mistakes, against a fixed flag

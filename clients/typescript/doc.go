@@ -4,5 +4,7 @@
 // examples. It has no Go code of its own: its tests install the npm dependencies from
 // package-lock.json, compile the TypeScript, start a real agentmem in process (with its HTTP
 // gateway) and run the agent, the examples and test/http.ts against it, so that the wire
-// contract (docs/protocol.md) and the HTTP API are checked from a second language.
+// contract (docs/protocol.md) and the HTTP API are checked from a second language. They also
+// pack the package and install it into a new project as its README says, and check that the
+// Node.js versions of package.json agree with those of every locked dependency.
 package typescript

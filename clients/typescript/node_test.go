@@ -196,8 +196,12 @@ func installDeps(t *testing.T, dir string) {
 	if have, err := os.ReadFile(stamp); err == nil && string(have) == want {
 		return
 	}
-	run(t, dir, 5*time.Minute, []string{"npm_config_update_notifier=false"},
-		"npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
+	_, stderr := runBoth(t, dir, 5*time.Minute, []string{"npm_config_update_notifier=false"},
+		"npm", "ci", "--no-audit", "--no-fund", "--loglevel=warn")
+	// A dependency that does not run on this Node.js (TestEnginesAgree checks the stated range).
+	if strings.Contains(string(stderr), "EBADENGINE") {
+		t.Fatalf("npm ci warned EBADENGINE on Node.js %s:\n%s", bytes.TrimSpace(version), stderr)
+	}
 	if err := os.WriteFile(stamp, []byte(want), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -206,6 +210,13 @@ func installDeps(t *testing.T, dir string) {
 // run runs name with args in dir, with env added to the environment, bounded by timeout, and
 // returns its standard output. It fails the test with both outputs when the command fails.
 func run(t *testing.T, dir string, timeout time.Duration, env []string, name string, args ...string) []byte {
+	t.Helper()
+	stdout, _ := runBoth(t, dir, timeout, env, name, args...)
+	return stdout
+}
+
+// runBoth is run that returns the standard error too.
+func runBoth(t *testing.T, dir string, timeout time.Duration, env []string, name string, args ...string) ([]byte, []byte) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -222,7 +233,7 @@ func run(t *testing.T, dir string, timeout time.Duration, env []string, name str
 	if err != nil {
 		t.Fatalf("%s %s: %v\nstdout: %s\nstderr: %s", name, strings.Join(args, " "), err, stdout.Bytes(), stderr.Bytes())
 	}
-	return stdout.Bytes()
+	return stdout.Bytes(), stderr.Bytes()
 }
 
 func lastLine(b []byte) []byte {

@@ -18,7 +18,8 @@ export class AgentmemError extends Error {
   readonly problem: Problem;
 
   constructor(problem: Problem, retryAfter?: number) {
-    const where = problem.field ? `${problem.field}: ` : "";
+    // The gateway's detail may already start with the field ("after: turn …"): once is enough.
+    const where = problem.field && !problem.detail?.startsWith(`${problem.field}:`) ? `${problem.field}: ` : "";
     super(`agentmem: ${problem.status} ${problem.title}: ${where}${problem.detail ?? ""}`.trimEnd());
     this.name = new.target.name;
     this.status = problem.status;
@@ -48,7 +49,10 @@ export class PayloadTooLargeError extends AgentmemError {}
 export class RateLimitError extends AgentmemError {}
 /** 500: the service failed. */
 export class ServerError extends AgentmemError {}
-/** 503: NATS, JetStream or the service is not there, or `after` was not applied in time. */
+/**
+ * 503: NATS, JetStream or the service is not there; or, with `field` "after", the turn `after`
+ * was not applied within `wait_ms` (the service waited that long already).
+ */
 export class ServiceUnavailableError extends AgentmemError {}
 /** 504: NATS did not answer in time. */
 export class GatewayTimeoutError extends AgentmemError {}

@@ -2,7 +2,7 @@
 // errors and the two framework integrations beyond what the examples show. Prints one JSON line.
 import { streamText, wrapLanguageModel } from "ai";
 import { MockLanguageModelV3, simulateReadableStream } from "ai/test";
-import { AgentmemClient, AgentmemError, AuthenticationError, BadRequestError, NotFoundError, TurnRejectedError } from "@agentmem/client";
+import { AgentmemClient, AgentmemError, AuthenticationError, BadRequestError, NotFoundError, ServiceUnavailableError, TurnRejectedError } from "@agentmem/client";
 import { agentmemMiddleware } from "@agentmem/client/ai-sdk";
 import { AgentmemMemory } from "@agentmem/client/langchain";
 
@@ -48,6 +48,10 @@ try {
   // status, retrieve after it, dead letters.
   await rejects("after a rejected turn", mem.retrieve({ query: "hello", session: "t-2", after: "t-2-a", wait_ms: 5000 }),
     TurnRejectedError, (e) => e.field === "after" && e.detail.includes("t-2-a"));
+  // A turn not applied within wait_ms (never published here): a 503 on after, the field named once.
+  await rejects("after not applied in time", mem.retrieve({ query: "x", session: "t-4", after: "t-4-never", wait_ms: 50 }),
+    ServiceUnavailableError, (e) => e.status === 503 && e.field === "after" && e.detail.includes('"t-4-never"') &&
+      e.message.split("after:").length === 2);
   check("rejected status", (await mem.eventStatus("t-2", "t-2-a")).status === "rejected");
   check("dead letters", (await mem.deadLetters({ session: "t-2", limit: 5 })).some((d) => d.id === "t-2-a"));
 

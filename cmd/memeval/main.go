@@ -1,5 +1,5 @@
 // Command memeval measures agentmem's retrieval on the development sets (LongMemEval_S dev,
-// MADial-Bench zh and en): it publishes every session over NATS with the wire contract, waits
+// MADial-Bench zh and en, which docs/eval.md says where to get): it publishes every session over NATS with the wire contract, waits
 // until the service applied them, asks every question and prints recall beside the BM25
 // baselines, with retrieve latency. By default it runs its own all-in-one service in-process
 // (embedded NATS in a temporary directory); with --nats it uses a running one.
@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"time"
@@ -49,7 +50,7 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("memeval", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	data := fs.String("data", "../shared/data", "folder with longmemeval/ and madial_bench/")
+	data := fs.String("data", "eval-data", "folder with longmemeval/ and madial_bench/ (docs/eval.md says where to get them)")
 	sets := fs.String("sets", strings.Join(eval.AllSets, ","), "comma-separated sets to run: "+strings.Join(eval.AllSets, ", "))
 	n := fs.Int("n", 0, "sample N LongMemEval questions, stratified by question type (0: all)")
 	seed := fs.Uint64("seed", 1, "seed of the LongMemEval sample")
@@ -109,6 +110,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if *settle == 0 {
 		cfg.Settle = -1
+	}
+	if err := checkData(*data, cfg.Sets); err != nil {
+		return err
 	}
 	if !*quiet && isTerminal(stderr) {
 		cfg.Progress = questionBar(stderr)
@@ -183,6 +187,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	log.Info().Msgf("done in %s", time.Since(start).Round(time.Millisecond))
 	if f, ok := details.(*os.File); ok {
 		return f.Sync()
+	}
+	return nil
+}
+
+// setFiles are the files each set reads under --data.
+var setFiles = map[string][]string{
+	eval.SetLongMemEval: {filepath.Join("longmemeval", "longmemeval_s_dev.json.gz")},
+	eval.SetMADialZH:    {filepath.Join("madial_bench", "MADial-Bench-zh-memory.json"), filepath.Join("madial_bench", "MADial-Bench-zh-dialogue.json")},
+	eval.SetMADialEN:    {filepath.Join("madial_bench", "MADial-Bench-en-memory.json"), filepath.Join("madial_bench", "MADial-Bench-en-dialogue.json")},
+}
+
+// checkData fails, before a service starts, when a file of the sets to run is not in dir; the
+// error names the file and where to read how to get the sets. The sets are not in the repository.
+func checkData(dir string, sets []string) error {
+	if len(sets) == 0 {
+		sets = eval.AllSets
+	}
+	for _, set := range sets {
+		for _, f := range setFiles[set] {
+			if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+				return fmt.Errorf("--data %s: set %s needs %s, which is not there (%v): docs/eval.md says where to get the sets (LongMemEval_S, MADial-Bench) and how to lay them out; --sets runs fewer", dir, set, f, err)
+			}
+		}
 	}
 	return nil
 }

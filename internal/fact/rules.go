@@ -197,7 +197,9 @@ func matchClause(c string) (found, bool) {
 	return found{}, false
 }
 
-var allRules = slices.Concat(englishRules, chineseRules, lifeRules)
+// allRules lists the rules, most specific first: changes of fact (rules_change.go) before the
+// statements they change.
+var allRules = slices.Concat(changeRulesEN, changeRulesZH, englishRules, chineseRules, lifeRules)
 
 // sentence is one sentence of a turn and whether it is a question.
 type sentence struct {
@@ -328,6 +330,8 @@ var (
 	reClausePunct = regexp.MustCompile(`[，：()（）\[\]【】]|:(?:\s|$)|\s[-–—]+\s|—|\.\.\.`)
 	// English connectives that start a new clause; the connective stays at its start.
 	reEnglishStop = regexp.MustCompile(`(?i)\s(?:but|because|cause|although|though|so\s+(?:i|i'm|i've|i'd|i'll|we|we're|it|it's|that|my|they|he|she|you)|since|considering|given|now\s+that|when|whenever|if|unless|whether|while|whereas|until|except|and\s+(?:i|i'm|i've|i'd|i'll|my|we|we're|we've|our|it|it's|that|then|also|now|so|yet|they|she|he|for|don't|do|would|need|needs|want|wants|have|had|am|was|will|can|can't|could|should|plan|hope|think|really|just|still)|or\s+(?:i|we|my))\b`)
+	// A clause that opens with "my wife", "my family": "and I" after it joins the subject.
+	reWeSubjectEN = regexp.MustCompile(`(?i)^\s*(?:(?:so|well|but|and|oh|btw|also)\s+)?(?:my|our)\s+(?:(?:ex-?)?(?:girlfriend|boyfriend|partner|wife|husband|fianc[ée]e?|spouse)|family|kids|parents|whole\s+family)$`)
 	// Words after which a connective is part of a phrase: "a while", "even so", "ever since".
 	reNotStopEN = regexp.MustCompile(`(?i)\b(?:a|even|ever|just|only|and|or|not|long|soon|as|if)$`)
 	// Chinese connectives that start a new clause.
@@ -370,6 +374,9 @@ func clauses(s string) []string {
 		for _, loc := range reEnglishStop.FindAllStringIndex(part, -1) {
 			if reNotStopEN.MatchString(part[:loc[0]]) && !strings.Contains(strings.ToLower(part[loc[0]:loc[1]]), "and") {
 				continue // "for a while", "and so on", "even so", "ever since"
+			}
+			if reWeSubjectEN.MatchString(part[:loc[0]]) && strings.EqualFold(strings.Join(strings.Fields(part[loc[0]:loc[1]]), " "), "and i") {
+				continue // "My wife and I moved…": one subject
 			}
 			cuts = append(cuts, loc[0])
 		}

@@ -69,6 +69,10 @@ var englishRules = []rule{
 		return placeEN("The user lives in ", g[2], "user.city", CategoryIdentity, true)
 	}),
 	en("moved", `\bi(?:'ve|\s+have)?\s+{ADV}(?:moved|relocated)\s+(?:over\s+|back\s+)?to\s+(.+)$`, func(g []string) (found, bool) {
+		// Where the user lives now: "where do I live?" finds it.
+		if f, ok := placeEN("The user lives in ", g[1], "user.city", CategoryOther, false); ok {
+			return f, true
+		}
 		return placeEN("The user moved to ", g[1], "user.city", CategoryOther, true)
 	}),
 	en("based", `\bi(?:'m|\s+am)\s+{ADV}based\s+(?:in|out\s+of)\s+(.+)$`, func(g []string) (found, bool) {
@@ -108,7 +112,14 @@ var englishRules = []rule{
 		if !ok || strings.EqualFold(strings.TrimSpace(obj), "allergic to") {
 			return found{}, false
 		}
-		return found{content: "The user is " + obj, category: CategoryIdentity, confidence: 0.85}, true
+		key := ""
+		switch w := wordsEN(obj); w[0] {
+		case "vegetarian", "vegan", "pescatarian":
+			key = keyDiet // a diet changes: "I'm not vegetarian anymore" supersedes it
+		case "retired", "self-employed":
+			key = "user.employer"
+		}
+		return found{content: "The user is " + obj, category: CategoryIdentity, key: key, confidence: 0.85}, true
 	}),
 	// Preferences.
 	en("pref", `\bi\s+{ADV}(prefer|like|love|enjoy|adore|hate|dislike|detest|loathe|can't\s+stand|cannot\s+stand)\s+(.+)$`, func(g []string) (found, bool) {
@@ -183,7 +194,7 @@ var (
 	reVagueThing = regexp.MustCompile(`(?i)\b(?:you|your|thing\s+about|part\s+of|one|ones|it|this|that)\b`)
 	reVagueTool  = regexp.MustCompile(`(?i)^(?:a\s+lot|lots|many|some|all|the\s+same|different|whatever|both|each|several|more|less|only|to)\b`)
 	// Where a place name ends: "Berlin with my wife", "Berlin last year", "Berlin for work".
-	reCutPlaceEN = regexp.MustCompile(`(?i)\s+(?:with|for|since|near|where|and|at|on|in\s+\d|last|this|next|a\s+few|about|around|recently|now|nowadays|currently|from|to|after|before|during|because|which|that|who|\d+|one|two|three|four|five|six|seven|eight|nine|ten|several|many|some|a\s+couple|a\s+year|a\s+month|a\s+week|years|months|weeks|ago|back|already|permanently|temporarily)\b`)
+	reCutPlaceEN = regexp.MustCompile(`(?i)\s+(?:with|for|since|near|where|and|at|on|in\s+\d|in\s+(?:january|february|march|april|may|june|july|august|september|october|november|december|spring|summer|autumn|fall|winter)|last|this|next|a\s+few|about|around|recently|now|nowadays|currently|from|to|after|before|during|because|which|that|who|\d+|one|two|three|four|five|six|seven|eight|nine|ten|several|many|some|a\s+couple|a\s+year|a\s+month|a\s+week|years|months|weeks|ago|back|already|permanently|temporarily)\b`)
 	// Where an employer's name ends: "Acme as an engineer", "Acme in Berlin".
 	reCutOrgEN  = regexp.MustCompile(`(?i)\s+(?:as|since|in|on|with|where|and|from|during|until|last|this|these|now|currently|part-time|full-time|remotely|for\s+(?:\d|a|about|almost|over|the\s+(?:past|last)|years|months)|\d+)\b`)
 	reFillerEN  = regexp.MustCompile(`(?i)\s+(?:myself|so\s+much|a\s+lot|very\s+much|too|as\s+well|anyway|anyways|though|lol|haha|really|now|these\s+days|nowadays|honestly|actually|right\s+now|at\s+the\s+moment|by\s+the\s+way|btw|either|tbh|to\s+be\s+honest|lately|recently|for\s+a\s+while)$`)
@@ -522,7 +533,11 @@ func roleEN(obj string) (found, bool) {
 			return found{content: "The user is " + o, category: CategoryIdentity, key: "user.occupation", confidence: 0.8}, true
 		}
 		if identityNounsEN[x] || identityNounsEN[two] {
-			return found{content: "The user is " + o, category: CategoryIdentity, confidence: 0.8}, true
+			key := ""
+			if x == "vegetarian" || x == "vegan" || x == "pescatarian" {
+				key = keyDiet
+			}
+			return found{content: "The user is " + o, category: CategoryIdentity, key: key, confidence: 0.8}, true
 		}
 	}
 	return found{}, false

@@ -33,6 +33,13 @@ func init() {
 		"flask", "fastapi", "rails", "ruby on rails", "spring", "spring boot", "laravel", "express", "nestjs", "gin",
 		"echo", "fiber", "asp.net", ".net", "phoenix", "remix", "solidjs", "flutter", "react native", "electron", "tauri",
 		"htmx", "symfony", "actix", "axum", "rocket", "quarkus")
+	add("editor", "vim", "neovim", "nvim", "emacs", "vs code", "vscode", "visual studio code", "visual studio", "intellij",
+		"intellij idea", "goland", "pycharm", "webstorm", "clion", "rider", "sublime text", "sublime", "atom", "cursor",
+		"zed", "helix", "xcode", "android studio", "nano", "notepad++", "eclipse", "jetbrains fleet", "kakoune")
+	add("os", "linux", "ubuntu", "debian", "fedora", "arch linux", "arch", "manjaro", "nixos", "linux mint", "macos",
+		"mac os", "os x", "windows", "windows 11", "windows 10", "freebsd", "chromeos", "chrome os", "pop!_os", "pop os")
+	add("browser", "chrome", "google chrome", "firefox", "safari", "microsoft edge", "brave", "opera", "vivaldi",
+		"arc", "chromium", "duckduckgo browser", "tor browser", "librewolf", "zen browser")
 	add("queue", "kafka", "rabbitmq", "nats", "nats jetstream", "jetstream", "sqs", "pulsar", "activemq", "zeromq")
 	for k := range techNames {
 		techByLength = append(techByLength, k)
@@ -45,7 +52,8 @@ func init() {
 	})
 }
 
-// techClass returns the slot ("language", "database", "framework", "queue") of the
+// techClass returns the slot ("language", "database", "framework", "queue", "editor", "os",
+// "browser") of the
 // technology an object starts with, or "" when it names none.
 func techClass(obj string) string {
 	s := strings.ToLower(strings.TrimSpace(obj))

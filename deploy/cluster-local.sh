@@ -3,7 +3,7 @@
 # as plain processes on this machine's loopback, each stream and bucket with three replicas.
 # docs/deployment.md ("A cluster without Docker") describes it.
 #
-#   deploy/cluster-local.sh            up, demo, down: the whole check, about a minute once built
+#   deploy/cluster-local.sh            up, demo, down: the whole check, about 30 s once built
 #   deploy/cluster-local.sh up         build, start the nodes and the workers, wait until ready
 #   deploy/cluster-local.sh demo       publish and retrieve a turn; kill -9 the node leading the
 #                                      turns stream, publish again (stored), see it applied,
@@ -310,11 +310,11 @@ down() {
 	deadline=$((SECONDS + 15))
 	for pid in "${pids[@]}"; do
 		while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
-		kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
+		if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid" 2>/dev/null || true; fi
 	done
-	rm -rf "$DIR/n1" "$DIR/n2" "$DIR/n3" "$DIR/logs" "$DIR/pids" "$DIR/env" "$DIR/search.out"
-	[[ -n ${CLUSTER_BIN:-} ]] || rm -rf "$DIR/bin"
-	rm -f "$DIR/$MARKER"
+	rm -rf "${DIR:?}/n1" "${DIR:?}/n2" "${DIR:?}/n3" "${DIR:?}/logs" "${DIR:?}/pids" "${DIR:?}/env" "${DIR:?}/search.out"
+	[[ -n ${CLUSTER_BIN:-} ]] || rm -rf "${DIR:?}/bin"
+	rm -f "${DIR:?}/$MARKER"
 	rmdir "$DIR" 2>/dev/null || true
 	say "down: ${#pids[@]} processes stopped, $DIR removed"
 }
@@ -363,6 +363,6 @@ run)
 	up
 	demo
 	;;
--h | --help | help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//' ;;
+-h | --help | help) sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//' ;;
 *) die "unknown command ${1}: want up, demo, status, down, commands or run (the default)" ;;
 esac

@@ -53,6 +53,13 @@ func TestClusterLocalScriptSyntax(t *testing.T) {
 	if fi.Mode()&0o111 == 0 {
 		t.Errorf("%s is not executable: chmod +x deploy/%s (docs/deployment.md runs it as deploy/%s)", clusterScript, clusterScript, clusterScript)
 	}
+	if _, err := exec.LookPath("shellcheck"); err != nil {
+		t.Logf("shellcheck is not installed: only bash -n checked %s (Debian: apt-get install shellcheck)", clusterScript)
+		return
+	}
+	if out, err := exec.Command("shellcheck", clusterScript).CombinedOutput(); err != nil {
+		t.Errorf("shellcheck %s: %v\n%s", clusterScript, err, out)
+	}
 }
 
 // TestClusterLocalScriptFlags checks every command the script starts or runs (its `commands`

@@ -41,6 +41,21 @@ die() {
 	exit 1
 }
 
+# A cluster that is up keeps the ports and binaries it was started with: demo, status and down
+# read them from its state.
+case ${1:-run} in
+demo | status | down)
+	if [[ -f $DIR/env ]]; then
+		while IFS='=' read -r key value; do
+			case $key in
+			PORT) PORT=$value ;;
+			BIN) BIN=$value ;;
+			esac
+		done <"$DIR/env"
+	fi
+	;;
+esac
+
 case $PORT in
 '' | *[!0-9]*) die "CLUSTER_PORT=$PORT: want a port number" ;;
 esac
@@ -313,7 +328,7 @@ down() {
 		if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid" 2>/dev/null || true; fi
 	done
 	rm -rf "${DIR:?}/n1" "${DIR:?}/n2" "${DIR:?}/n3" "${DIR:?}/logs" "${DIR:?}/pids" "${DIR:?}/env" "${DIR:?}/search.out"
-	[[ -n ${CLUSTER_BIN:-} ]] || rm -rf "${DIR:?}/bin"
+	[[ $BIN != "$DIR/bin" ]] || rm -rf "${DIR:?}/bin"
 	rm -f "${DIR:?}/$MARKER"
 	rmdir "$DIR" 2>/dev/null || true
 	say "down: ${#pids[@]} processes stopped, $DIR removed"

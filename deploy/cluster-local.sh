@@ -310,11 +310,10 @@ status() {
 	done
 }
 
-down() {
-	[[ -d $DIR ]] || return 0
-	[[ -f $DIR/$MARKER ]] || die "$DIR was not made by this script (no $MARKER): not touching it"
+# stop stops every process up started, workers first (they drain), then the nodes, and sets
+# STOPPED to how many there were.
+stop() {
 	local name pid pids=() deadline
-	# Workers first (they drain), then the nodes.
 	for name in "${WORKERS[@]}" "${NODES[@]}"; do
 		if ours "$name"; then
 			pid=$(pid_of "$name")
@@ -327,11 +326,31 @@ down() {
 		while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
 		if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid" 2>/dev/null || true; fi
 	done
+	STOPPED=${#pids[@]}
+}
+
+down() {
+	[[ -d $DIR ]] || return 0
+	[[ -f $DIR/$MARKER ]] || die "$DIR was not made by this script (no $MARKER): not touching it"
+	stop
 	rm -rf "${DIR:?}/n1" "${DIR:?}/n2" "${DIR:?}/n3" "${DIR:?}/logs" "${DIR:?}/pids" "${DIR:?}/env" "${DIR:?}/search.out"
 	[[ $BIN != "$DIR/bin" ]] || rm -rf "${DIR:?}/bin"
 	rm -f "${DIR:?}/$MARKER"
 	rmdir "$DIR" 2>/dev/null || true
-	say "down: ${#pids[@]} processes stopped, $DIR removed"
+	say "down: $STOPPED processes stopped, $DIR removed"
+}
+
+# finish is the exit trap of run: down after a run that passed; after a failure the processes
+# stop and the state stays, logs included, for reading.
+finish() {
+	local rc=$?
+	if ((rc == 0)); then
+		down
+	elif [[ -f $DIR/$MARKER ]]; then
+		stop
+		printf 'cluster-local: %s processes stopped; the logs stay in %s/logs (deploy/cluster-local.sh down removes them)\n' "$STOPPED" "$DIR" >&2
+	fi
+	exit "$rc"
 }
 
 # show prints CMD as one shell line, quoting only the words that need it.
@@ -374,7 +393,7 @@ down) down ;;
 commands) commands ;;
 run)
 	check_free # before the trap: a cluster already up is not this run's to stop
-	trap down EXIT
+	trap finish EXIT
 	up
 	demo
 	;;

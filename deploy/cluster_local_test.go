@@ -161,6 +161,22 @@ func rootFlags(memctl string) (map[string]bool, error) {
 	return flags, nil
 }
 
+// logTails returns the last lines of every process log the script kept in its state directory
+// (it keeps them when a run fails).
+func logTails(state string) string {
+	logs, _ := filepath.Glob(filepath.Join(state, "logs", "*.log"))
+	var b strings.Builder
+	for _, l := range logs {
+		data, err := os.ReadFile(l)
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		fmt.Fprintf(&b, "\n--- %s (last %d lines)\n%s", filepath.Base(l), min(20, len(lines)), strings.Join(lines[max(0, len(lines)-20):], "\n"))
+	}
+	return b.String()
+}
+
 // freePortBase finds a CLUSTER_PORT whose ports (the script's layout: clients +0..2, routes
 // +2000..2002, monitoring +4000..4002, workers' health +5000..5004) are all free now.
 func freePortBase(t *testing.T) int {
@@ -222,8 +238,7 @@ func TestClusterLocalScript(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	t.Logf("%s took %s", clusterScript, time.Since(start).Round(time.Millisecond))
 	if err != nil {
-		logs, _ := filepath.Glob(filepath.Join(state, "logs", "*.log"))
-		t.Fatalf("%s: %v\n%s\n(logs were in %s: %v)", clusterScript, err, out, filepath.Join(state, "logs"), logs)
+		t.Fatalf("%s: %v\n%s%s", clusterScript, err, out, logTails(state))
 	}
 	text := string(out)
 	// In order: the first turn applied and found, a node killed, the second turn stored with

@@ -17,13 +17,16 @@ var contextGroups = []struct {
 	en, zh string
 }{
 	{"facts", "Known facts about the user", "关于用户的已知事实"},
+	{"changed", "Earlier statements, since changed (what holds now follows each)", "早前的说法，已变更（箭头后为现在的情况）"},
 	{"summaries", "Summaries of earlier conversation", "早前对话的摘要"},
 	{"past", "Relevant earlier turns", "相关的历史对话"},
 	{"recent", "Recent turns of this conversation", "本次对话的近期内容"},
 }
 
-func groupOf(e events.RetrievedEntry) string {
+func groupOf(e events.RetrievedEntry, notes map[string]changeNote) string {
 	switch {
+	case notes[e.ID].turn:
+		return "changed"
 	case e.Type == string(memory.Fact):
 		return "facts"
 	case e.Type == string(memory.Summary):
@@ -57,9 +60,11 @@ func queryLanguage(q string) string {
 // then the ranked entries, best first, in what is left (an entry that does not fit is skipped,
 // smaller ones after it may still fit, entries are never cut); then grouped (facts, summaries,
 // relevant earlier turns, recent turns of the session), each group in time order, each entry
-// with its date. It returns the text, its tokens and the profile facts it kept; "" and 0 when
-// budget is 0 or nothing fits.
-func buildContext(entries, profile []events.RetrievedEntry, query string, budget int, counter memory.Counter) (string, int, []events.RetrievedEntry) {
+// with its date. A turn that said what has since changed (notes, see markChanged) is shown after
+// the facts under a heading of its own, with what holds now; a summary that covers one says what
+// changed. It returns the text, its tokens and the profile facts it kept; "" and 0 when budget
+// is 0 or nothing fits.
+func buildContext(entries, profile []events.RetrievedEntry, notes map[string]changeNote, query string, budget int, counter memory.Counter) (string, int, []events.RetrievedEntry) {
 	if budget <= 0 || len(entries)+len(profile) == 0 {
 		return "", 0, nil
 	}
@@ -78,8 +83,8 @@ func buildContext(entries, profile []events.RetrievedEntry, query string, budget
 	kept := map[string][]events.RetrievedEntry{}
 	used := 0
 	take := func(e events.RetrievedEntry, limit int) bool {
-		g := groupOf(e)
-		cost := counter.Count(contextLine(e))
+		g := groupOf(e, notes)
+		cost := counter.Count(contextLine(e, notes, lang))
 		if len(kept[g]) == 0 {
 			cost += counter.Count(heading(g))
 		}
@@ -108,7 +113,7 @@ func buildContext(entries, profile []events.RetrievedEntry, query string, budget
 		slices.SortStableFunc(es, func(a, b events.RetrievedEntry) int { return a.Timestamp.Compare(b.Timestamp) })
 		b.WriteString(heading(g.key))
 		for _, e := range es {
-			b.WriteString(contextLine(e))
+			b.WriteString(contextLine(e, notes, lang))
 		}
 	}
 	if b.Len() == 0 {
@@ -118,8 +123,11 @@ func buildContext(entries, profile []events.RetrievedEntry, query string, budget
 	return text, counter.Count(text), profileKept
 }
 
-func contextLine(e events.RetrievedEntry) string {
+func contextLine(e events.RetrievedEntry, notes map[string]changeNote, lang string) string {
 	content := strings.Join(strings.Fields(e.Content), " ")
+	if n, ok := notes[e.ID]; ok {
+		content += n.suffix(lang)
+	}
 	switch memory.Type(e.Type) {
 	case memory.Fact, memory.Summary:
 		return fmt.Sprintf("- (%s) %s\n", e.Timestamp.UTC().Format("2006-01-02"), content)

@@ -398,14 +398,15 @@ func (s *Service) Retrieve(ctx context.Context, tenant string, req events.Retrie
 	// The user's live facts are their profile: a share of the context whatever the query.
 	wantProfile := user != "" && wantLong && (len(types) == 0 || types[memory.Fact]) && req.ContextTokensOrDefault() > 0
 	var facts []memory.Entry
+	var changes map[string]change
 	if user != "" && (wantLong || wantArchive) {
 		start := time.Now()
-		more, live, rerr := s.userCandidates(ctx, userKey{tenant, user}, req.Query, qv, model, at, k, wantLong, wantArchive, wantProfile)
+		more, live, changed, rerr := s.userCandidates(ctx, userKey{tenant, user}, req.Query, qv, model, at, k, wantLong, wantArchive, wantProfile)
 		s.cfg.Metrics.RetrieveSource("user", time.Since(start))
 		if rerr != nil {
 			return reply, rerr
 		}
-		cands, facts = append(cands, more...), live
+		cands, facts, changes = append(cands, more...), live, changed
 	}
 
 	fuse(s.cfg.Fusion, cands)
@@ -473,7 +474,10 @@ func (s *Service) Retrieve(ctx context.Context, tenant string, req events.Retrie
 		}
 		profile = profileEntries(byRelevance(facts, rel), reply.Entries)
 	}
-	reply.Context, reply.ContextTokens, reply.Profile = buildContext(reply.Entries, profile, req.Query, req.ContextTokensOrDefault(), s.counter)
+	// What a turn said that has since changed is marked, and shown as such (changed.go).
+	notes := markChanged(reply.Entries, changes, at)
+	markChanged(profile, nil, at)
+	reply.Context, reply.ContextTokens, reply.Profile = buildContext(reply.Entries, profile, notes, req.Query, req.ContextTokensOrDefault(), s.counter)
 	return reply, nil
 }
 
@@ -601,8 +605,9 @@ func (s *Service) queryEmbedder() Embedder {
 }
 
 // userCandidates scores a user's long-term memory and archive and, with profile, returns the
-// user's facts live at `at` from the same view (see liveFacts).
-func (s *Service) userCandidates(ctx context.Context, key userKey, query string, qv []float32, model string, at time.Time, k int, long, arch, profile bool) ([]candidate, []memory.Entry, *Error) {
+// user's facts live at `at` from the same view (see liveFacts), and the turns that stated what
+// has changed by `at` (changesAt).
+func (s *Service) userCandidates(ctx context.Context, key userKey, query string, qv []float32, model string, at time.Time, k int, long, arch, profile bool) ([]candidate, []memory.Entry, map[string]change, *Error) {
 	// A cold user's vectors are read while the long-term memory and the archive are, not
 	// before them: the first request waits for the longest of the reads, not their sum.
 	var storedc chan *storedVectors
@@ -625,12 +630,12 @@ func (s *Service) userCandidates(ctx context.Context, key userKey, query string,
 	defer cancel()
 	if err := uv.refreshLong(rctx, s.long); err != nil {
 		uv.mu.Unlock()
-		return nil, nil, &Error{Code: 500, Message: "reading long-term memory: " + err.Error()}
+		return nil, nil, nil, &Error{Code: 500, Message: "reading long-term memory: " + err.Error()}
 	}
 	if arch {
 		if err := uv.refreshArchive(rctx, s.store, s.reader); err != nil {
 			uv.mu.Unlock()
-			return nil, nil, &Error{Code: 500, Message: "reading the archive: " + err.Error()}
+			return nil, nil, nil, &Error{Code: 500, Message: "reading the archive: " + err.Error()}
 		}
 	}
 	sessionOf := func(e memory.Entry) string {
@@ -642,6 +647,7 @@ func (s *Service) userCandidates(ctx context.Context, key userKey, query string,
 	if profile {
 		facts = uv.liveFacts(at)
 	}
+	changes := uv.changesAt(at)
 	if long {
 		var vec map[string]float64
 		var hasVector func(string) bool
@@ -682,7 +688,7 @@ func (s *Service) userCandidates(ctx context.Context, key userKey, query string,
 	}
 	uv.mu.Unlock()
 	s.users.noteSessions(uv, sessions)
-	return out, facts, nil
+	return out, facts, changes, nil
 }
 
 // bodyTenant returns the tenant a JSON request body names itself, if it has a "tenant" field.

@@ -15,14 +15,13 @@ import (
 )
 
 func authCommand(out io.Writer) *ffcli.Command {
+	subs := []*ffcli.Command{authInitCommand(out), authAddCommand(out), authRemoveCommand(out), authListCommand(out)}
 	return &ffcli.Command{
-		Name:       "auth",
-		ShortUsage: "memctl auth <init|add|remove|list> --dir DIR [flags]",
-		ShortHelp:  "create the credentials of tenants' agents and of the workers (NKeys) and the server's authorization",
-		Subcommands: []*ffcli.Command{
-			authInitCommand(out), authAddCommand(out), authRemoveCommand(out), authListCommand(out),
-		},
-		Exec: groupExec("auth"),
+		Name:        "auth",
+		ShortUsage:  "memctl auth <init|add|remove|list> --dir DIR [flags]",
+		ShortHelp:   "create the credentials of tenants' agents and of the workers (NKeys) and the server's authorization",
+		Subcommands: subs,
+		Exec:        groupExec("auth", subs),
 	}
 }
 

@@ -26,13 +26,14 @@ func dlqCommand(out io.Writer) *ffcli.Command {
 	for _, sub := range subs {
 		// newCommand names a top-level command; these are "memctl dlq list", "memctl dlq retry".
 		sub.ShortUsage = strings.Replace(sub.ShortUsage, "memctl ", "memctl dlq ", 1)
+		sub.FlagSet.Init("memctl dlq "+sub.Name, flag.ContinueOnError)
 	}
 	return &ffcli.Command{
 		Name:        "dlq",
 		ShortUsage:  "memctl dlq <list|retry> [flags]",
 		ShortHelp:   "inspect dead letters",
 		Subcommands: subs,
-		Exec:        groupExec("dlq"),
+		Exec:        groupExec("dlq", subs),
 	}
 }
 

@@ -69,7 +69,13 @@ func importCommand(out io.Writer) *ffcli.Command {
 					return cerr
 				}
 				defer nc.Close()
-				store, serr := session.NewStore(ctx, js, c.topo.Events())
+				// Reading the sessions takes JetStream (admin credentials): an agent's
+				// credentials import without it.
+				var store *session.Store
+				serr := c.optional(ctx, func(ctx context.Context) (err error) {
+					store, err = session.NewStore(ctx, js, c.topo.Events())
+					return err
+				})
 				if serr != nil {
 					fmt.Fprintf(os.Stderr, "memctl: cannot read the session store (%v): turns already held are published again and ignored downstream\n", serr)
 					store = nil

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -27,6 +28,10 @@ func main() {
 	if errors.Is(err, flag.ErrHelp) {
 		return
 	}
+	var status exitStatus
+	if errors.As(err, &status) {
+		os.Exit(status.code) // the command said why on standard output
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "memctl:", err)
 		var usage usageError
@@ -36,6 +41,18 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// Exit statuses besides 0 (done), 1 (failed) and 2 (usage error).
+const (
+	// exitStoredNotApplied: memctl publish --wait stored the turn, and it was not applied within
+	// --wait-timeout (or the wait failed): the turn is not lost, ingest applies it later.
+	exitStoredNotApplied = 3
+)
+
+// exitStatus ends memctl with code after the command printed its outcome: not a failure to report.
+type exitStatus struct{ code int }
+
+func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
 // usageError is a command line memctl cannot run (an unknown command, a bad flag): exit status 2.
 type usageError struct{ msg string }
@@ -50,6 +67,7 @@ type common struct {
 	json   bool
 	out    io.Writer
 	fs     *flag.FlagSet
+	perms  *permissions // set while the command runs (guarded)
 }
 
 // tenantHint completes an empty answer when --tenant was left at its default, the commonest
@@ -116,6 +134,15 @@ func connectionFlags() *flag.FlagSet {
 	return fs
 }
 
+// sharedFlags are the flags every command but auth takes: the connection flags, --tenant and
+// --json.
+func sharedFlags() *flag.FlagSet {
+	fs := connectionFlags()
+	fs.String("tenant", "default", "tenant")
+	fs.Bool("json", false, "print JSON instead of text")
+	return fs
+}
+
 const envHelp = `ENVIRONMENT
   Every flag of a command can also be set in the environment as AGENTMEM_ and its name in
   capitals with - as _: AGENTMEM_NATS, AGENTMEM_CREDS, AGENTMEM_TENANT, AGENTMEM_JSON, …
@@ -125,12 +152,9 @@ const envHelp = `ENVIRONMENT
 func rootUsage(c *ffcli.Command) string {
 	var b strings.Builder
 	b.WriteString(ffcli.DefaultUsageFunc(c))
-	b.WriteString("\nSHARED FLAGS (of every command but auth; --prefix where streams are read)\n")
+	b.WriteString("\nSHARED FLAGS (of every command but auth, before or after its name; --prefix where streams are read)\n")
 	tw := tabwriter.NewWriter(&b, 0, 2, 2, ' ', 0)
-	fs := connectionFlags()
-	fs.String("tenant", "default", "tenant")
-	fs.Bool("json", false, "print JSON instead of text")
-	fs.VisitAll(func(f *flag.Flag) {
+	sharedFlags().VisitAll(func(f *flag.Flag) {
 		def := ""
 		if f.DefValue != "" && f.DefValue != "false" {
 			def = " " + f.DefValue
@@ -166,63 +190,84 @@ func commandUsage(c *ffcli.Command) string {
 	return b.String()
 }
 
-func run(ctx context.Context, args []string, out io.Writer) error {
+func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	rootFlags := flag.NewFlagSet("memctl", flag.ContinueOnError)
 	showVersion := rootFlags.Bool("version", false, "print the version and exit")
+	subs := []*ffcli.Command{
+		publishCommand(out),
+		endCommand(out),
+		searchCommand(out),
+		contextCommand(out),
+		sessionCommand(out),
+		dlqCommand(out),
+		forgetCommand(out),
+		factsCommand(out),
+		usageCommand(out),
+		replayCommand(out),
+		authCommand(out),
+		mcpCommand(out),
+		importCommand(out),
+		statsCommand(out),
+		reembedCommand(out),
+	}
 	root := &ffcli.Command{
-		Name:       "memctl",
-		ShortUsage: "memctl <command> [flags]",
-		ShortHelp:  "agentmem's command-line tool",
-		Subcommands: []*ffcli.Command{
-			publishCommand(out),
-			endCommand(out),
-			searchCommand(out),
-			contextCommand(out),
-			sessionCommand(out),
-			dlqCommand(out),
-			forgetCommand(out),
-			factsCommand(out),
-			usageCommand(out),
-			replayCommand(out),
-			authCommand(out),
-			mcpCommand(out),
-			importCommand(out),
-			statsCommand(out),
-			reembedCommand(out),
-		},
-		FlagSet:   rootFlags,
-		UsageFunc: rootUsage,
+		Name:        "memctl",
+		ShortUsage:  "memctl <command> [flags]",
+		ShortHelp:   "agentmem's command-line tool",
+		Subcommands: subs,
+		FlagSet:     rootFlags,
+		UsageFunc:   rootUsage,
 		Exec: func(_ context.Context, args []string) error {
 			if *showVersion {
 				fmt.Fprintln(out, version.String("memctl"))
 				return nil
 			}
 			if len(args) > 0 {
-				return usageError{fmt.Sprintf("unknown command %q (memctl --help lists the commands)", args[0])}
+				return unknownCommand("memctl", args[0], subs)
 			}
 			return flag.ErrHelp
 		},
 	}
-	// Help goes to standard output (memctl --help | less); errors to standard error.
-	root.FlagSet.SetOutput(out)
+	// Help goes to standard output (memctl --help | less); errors to standard error, without
+	// the help: the flag package prints a command's whole help on a bad flag, so what the flag
+	// sets print is kept, and printed only when it is the help that was asked for.
+	var help bytes.Buffer
+	root.FlagSet.SetOutput(&help)
 	for _, sub := range root.Subcommands {
-		setOutput(sub, out)
+		setOutput(sub, &help)
 	}
-	if err := root.Parse(markEndOfFlags(args)); err != nil {
+	defer func() {
 		if errors.Is(err, flag.ErrHelp) {
-			return err
+			_, _ = out.Write(help.Bytes())
 		}
-		return usageError{err.Error()}
+	}()
+	args = hoistShared(root, markEndOfFlags(args))
+	if err := root.Parse(args); err != nil {
+		return flagError(selected(root, args), err)
 	}
 	return root.Run(ctx)
 }
 
+// unknownCommand is the usage error for name, not a subcommand of group: the closest
+// subcommand, if one is near, and where the commands are listed.
+func unknownCommand(group, name string, subs []*ffcli.Command) error {
+	names := make([]string, 0, len(subs))
+	for _, sub := range subs {
+		names = append(names, sub.Name)
+	}
+	msg := fmt.Sprintf("unknown command %q", strings.TrimPrefix(group+" "+name, "memctl "))
+	if m := closest(name, names); m != "" {
+		msg += fmt.Sprintf("\ndid you mean %s %s?", group, m)
+	}
+	return usageError{msg + fmt.Sprintf("\n(%s --help lists the commands)", group)}
+}
+
 // groupExec runs a command that only groups subcommands (memctl dlq, memctl auth): without
 // arguments it prints its help; an unknown subcommand is a usage error.
-func groupExec(name string) func(context.Context, []string) error {
+func groupExec(name string, subs []*ffcli.Command) func(context.Context, []string) error {
 	return func(_ context.Context, args []string) error {
 		if len(args) > 0 {
-			return usageError{fmt.Sprintf("unknown command %q (memctl %s --help lists its commands)", name+" "+args[0], name)}
+			return unknownCommand("memctl "+name, args[0], subs)
 		}
 		return flag.ErrHelp
 	}
@@ -248,13 +293,14 @@ func newCommand(name, usage, help string, c *common, out io.Writer, bind func(*f
 	if bind != nil {
 		bind(fs)
 	}
-	return &ffcli.Command{
+	cmd := &ffcli.Command{
 		Name:       name,
 		ShortUsage: "memctl " + name + " " + usage,
 		ShortHelp:  help,
 		FlagSet:    fs,
 		Options:    []ff.Option{ff.WithEnvVarPrefix(settings.EnvPrefix)},
 		UsageFunc:  commandUsage,
-		Exec:       interspersed(fs, exec),
 	}
+	cmd.Exec = c.guarded(interspersed(cmd, exec))
+	return cmd
 }

@@ -6,17 +6,23 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/agentmem/agentmem/internal/broker"
+	"github.com/agentmem/agentmem/internal/broker/brokertest"
 	"github.com/agentmem/agentmem/internal/daemon"
 	"github.com/agentmem/agentmem/internal/ingest"
+	"github.com/agentmem/agentmem/internal/retrieve"
+	"github.com/agentmem/agentmem/internal/stage"
 	"github.com/agentmem/agentmem/pkg/client"
+	"github.com/agentmem/agentmem/pkg/events"
 )
 
 // Help goes to standard output; an unknown command or flag is a usage error (exit status 2).
@@ -187,5 +193,115 @@ func TestMCPHTTPToken(t *testing.T) {
 		if w.Code != c.want {
 			t.Errorf("token %q, authorization %q, from %s: %d, want %d", c.token, c.auth, c.remote, w.Code, c.want)
 		}
+	}
+}
+
+// search --context prints the context without "no matching memory" above it when no entry
+// matched but the context holds the user's profile; plain search says the context is there.
+func TestSearchContextWithoutEntries(t *testing.T) {
+	url := startMemoryd(t)
+	ctx := context.Background()
+	base := []string{"--nats", url, "--tenant", "acme"}
+	var out bytes.Buffer
+	if err := run(ctx, append([]string{"publish", "--session", "s1", "--user", "alice", "--wait", "--wait-timeout", "20s", "I prefer Go for backend services."}, base...), &out); err != nil {
+		t.Fatalf("publish: %v (%s)", err, out.String())
+	}
+	if err := run(ctx, append([]string{"end", "--session", "s1", "--user", "alice"}, base...), &out); err != nil {
+		t.Fatal(err)
+	}
+	brokertest.CheckFor(t, 20*time.Second, 50*time.Millisecond, func() error {
+		out.Reset()
+		if err := run(ctx, append([]string{"facts", "--user", "alice"}, base...), &out); err != nil {
+			return err
+		}
+		if !strings.Contains(out.String(), "Go") {
+			return fmt.Errorf("no fact yet: %s", out.String())
+		}
+		return nil
+	})
+	out.Reset()
+	if err := run(ctx, append([]string{"search", "--user", "alice", "--context", "zebra"}, base...), &out); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "no matching memory") || !strings.HasPrefix(out.String(), "context (") || !strings.Contains(out.String(), "Go") {
+		t.Errorf("search --context with no entry but a profile printed:\n%s", out.String())
+	}
+	out.Reset()
+	if err := run(ctx, append([]string{"search", "--user", "alice", "zebra"}, base...), &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "no matching entries; the context holds") || strings.Contains(out.String(), "Go") {
+		t.Errorf("search without --context, no entry but a profile, printed:\n%s", out.String())
+	}
+	out.Reset()
+	if err := run(ctx, append([]string{"search", "--user", "nobody", "--context", "zebra"}, base...), &out); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); got != "no matching memory\n" {
+		t.Errorf("search --context with neither entries nor context printed %q", got)
+	}
+}
+
+// startMemorydWith runs an in-process memoryd with only the given stages; without any, a NATS
+// server with agentmem's streams and buckets and no worker.
+func startMemorydWith(t *testing.T, stages ...stage.Stage) string {
+	t.Helper()
+	if len(stages) == 0 {
+		env := brokertest.Start(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := events.DefaultTopology().Ensure(ctx, env.JS); err != nil {
+			t.Fatal(err)
+		}
+		return env.URL
+	}
+	d, err := daemon.Start(context.Background(), daemon.Config{
+		Broker: broker.Config{Listen: "127.0.0.1:-1", DataDir: t.TempDir()},
+		Stages: stages,
+	}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := d.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return d.URL()
+}
+
+// A turn that was stored but whose application memctl publish --wait could not see (ingest
+// not getting to it in time, the retriever not answering, as while a NATS node is lost) is
+// reported as stored and not yet applied, with exit status 3: not as a failed publish.
+func TestPublishStoredNotApplied(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		stages []stage.Stage
+		reason string
+	}{
+		{"no ingest", []stage.Stage{retrieve.Stage(retrieve.Config{})}, "still waiting after 300ms"},
+		{"no retriever", nil, "no responders"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			url := startMemorydWith(t, c.stages...)
+			var out bytes.Buffer
+			err := run(context.Background(), []string{"publish", "--nats", url, "--tenant", "acme", "--session", "s1", "--user", "bob",
+				"--id", "t1", "--wait", "--wait-timeout", "300ms", "hello"}, &out)
+			var status exitStatus
+			if !errors.As(err, &status) || status.code != exitStoredNotApplied {
+				t.Fatalf("publish: %v, want exit status %d", err, exitStoredNotApplied)
+			}
+			if !strings.Contains(out.String(), "stored turn t1") || !strings.Contains(out.String(), "stored, not yet applied (") || !strings.Contains(out.String(), c.reason) ||
+				!strings.Contains(out.String(), "it is not lost") {
+				t.Errorf("publish printed:\n%s", out.String())
+			}
+			out.Reset()
+			err = run(context.Background(), []string{"publish", "--nats", url, "--tenant", "acme", "--session", "s1", "--user", "bob",
+				"--id", "t1", "--wait", "--wait-timeout", "300ms", "--json", "hello"}, &out)
+			var res struct{ ID, State, Reason string }
+			if jerr := json.Unmarshal(out.Bytes(), &res); jerr != nil || res.State != statePending || !strings.Contains(res.Reason, c.reason) || !errors.As(err, &status) {
+				t.Errorf("publish --json: %v, printed %s", err, out.String())
+			}
+		})
 	}
 }

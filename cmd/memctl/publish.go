@@ -12,26 +12,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/nats-io/nats.go"
 	"github.com/peterbourgon/ff/v3/ffcli"
 	"golang.org/x/term"
 
 	"github.com/agentmem/agentmem/pkg/client"
 	"github.com/agentmem/agentmem/pkg/events"
 )
-
-func (c *common) client() (*client.Client, func(), error) {
-	nc, err := c.conn.Connect("memctl")
-	if err != nil {
-		return nil, nil, err
-	}
-	cl, err := client.New(nc, client.Options{Tenant: c.tenant, Source: "agentmem/memctl", Timeout: 10 * time.Second})
-	if err != nil {
-		nc.Close()
-		return nil, nil, err
-	}
-	return cl, nc.Close, nil
-}
 
 func (c *common) print(v any, text func(io.Writer)) error {
 	if c.json {
@@ -48,18 +34,18 @@ func publishCommand(out io.Writer) *ffcli.Command {
 	var sess, user, role, text, id, tool, at string
 	var wait bool
 	var waitFor time.Duration
-	return newCommand("publish", "--session S --user U [--role user] [--wait] [--text TEXT | TEXT... | -- TEXT...]",
+	return newCommand("publish", "--session S --user U [--role user] [--wait] [--text TEXT | TEXT... | -- TEXT... | -]",
 		"publish one conversation turn (and, with --wait, say whether it was applied or dead-lettered)", c, out,
 		func(fs *flag.FlagSet) {
 			fs.StringVar(&sess, "session", "", "session (required)")
 			fs.StringVar(&user, "user", "", "user the session belongs to (required on its first turn)")
 			fs.StringVar(&role, "role", "user", "role: user, assistant, system or tool")
-			fs.StringVar(&text, "text", "", "turn content (or give it as arguments)")
+			fs.StringVar(&text, "text", "", "turn content (or give it as arguments, or - to read it from standard input)")
 			fs.StringVar(&id, "id", "", "turn id (default: a random UUID)")
 			fs.StringVar(&tool, "tool", "", "tool name, for role tool")
 			fs.StringVar(&at, "time", "", "when the turn happened, RFC 3339 (default: now)")
-			fs.BoolVar(&wait, "wait", false, "after it is stored, wait until the turn is applied or dead-lettered and say which (default: true when standard output is a terminal); exit status 1 when it was dead-lettered or --wait-timeout passed")
-			fs.DurationVar(&waitFor, "wait-timeout", 10*time.Second, "how long --wait waits")
+			fs.BoolVar(&wait, "wait", false, "after it is stored, wait until the turn is applied or dead-lettered and say which (default: true when standard output is a terminal); exit status 1 when it was dead-lettered, 3 when it is stored but was not applied within --wait-timeout")
+			fs.DurationVar(&waitFor, "wait-timeout", 10*time.Second, "how long --wait waits (at most 1m)")
 		},
 		func(ctx context.Context, args []string) error {
 			if text != "" && len(args) > 0 {
@@ -68,11 +54,20 @@ func publishCommand(out io.Writer) *ffcli.Command {
 			if text == "" {
 				text = strings.Join(args, " ")
 			}
+			if len(args) == 1 && args[0] == "-" {
+				var err error
+				if text, err = readText(os.Stdin); err != nil {
+					return err
+				}
+			}
 			if sess == "" {
 				return errors.New("--session is required")
 			}
 			if !flagSet(c.fs, "wait") {
 				wait = isTerminal(out)
+			}
+			if waitFor <= 0 || waitFor > events.MaxWaitMS*time.Millisecond {
+				return fmt.Errorf("--wait-timeout %s: want more than 0 and at most %s (the retriever's longest wait)", waitFor, events.MaxWaitMS*time.Millisecond)
 			}
 			t := client.Turn{ID: id, Session: sess, User: user, Role: role, Content: text, Tool: tool}
 			if at != "" {
@@ -85,7 +80,7 @@ func publishCommand(out io.Writer) *ffcli.Command {
 			if t.ID == "" {
 				t.ID = uuid.NewString()
 			}
-			nc, err := c.conn.Connect("memctl")
+			nc, err := c.connect()
 			if err != nil {
 				return err
 			}
@@ -94,21 +89,13 @@ func publishCommand(out io.Writer) *ffcli.Command {
 			if err != nil {
 				return err
 			}
-			var letters *deadLetters
-			if wait {
-				// Subscribed before the publish, so that a dead letter cannot pass unseen.
-				if letters, err = watchDeadLetters(nc, c.tenant, sess, t.ID); err != nil {
-					return err
-				}
-				defer letters.stop()
-			}
 			ack, err := cl.Publish(ctx, t)
 			if err != nil {
 				return err
 			}
 			res := published{Ack: ack}
 			if wait {
-				res.State, res.Reason = awaitTurn(ctx, cl, letters, sess, ack.ID, waitFor)
+				res.State, res.Reason = awaitTurn(ctx, cl, sess, ack.ID, waitFor)
 			}
 			err = c.print(res, func(w io.Writer) {
 				dup := ""
@@ -120,9 +107,11 @@ func publishCommand(out io.Writer) *ffcli.Command {
 				case stateApplied:
 					fmt.Fprintf(w, "applied to session %s/%s\n", c.tenant, sess)
 				case stateDeadLettered:
-					fmt.Fprintf(w, "dead-lettered, not applied (memctl dlq list --tenant %s shows it)\n", c.tenant)
+					fmt.Fprintf(w, "dead-lettered, not applied: %s (memctl dlq list --tenant %s shows it)\n", res.Reason, c.tenant)
 				case statePending:
-					fmt.Fprintf(w, "not applied within %s\n", waitFor)
+					fmt.Fprintf(w, "stored, not yet applied (%s); it is not lost: ingest applies it when it gets to it, "+
+						"after the turns before it and, when a NATS node was lost, once the stream has a leader again "+
+						"(memctl session --session %s shows it then)\n", res.Reason, sess)
 				}
 			})
 			if err != nil {
@@ -132,7 +121,7 @@ func publishCommand(out io.Writer) *ffcli.Command {
 			case stateDeadLettered:
 				return fmt.Errorf("turn %s was dead-lettered: %s", ack.ID, res.Reason)
 			case statePending:
-				return fmt.Errorf("turn %s was not applied within %s: %s", ack.ID, waitFor, res.Reason)
+				return exitStatus{code: exitStoredNotApplied}
 			}
 			return nil
 		})
@@ -153,78 +142,50 @@ type published struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// deadLetters receives the dead letter of one turn, from a subscription to its session's
-// dead-letter subject.
-type deadLetters struct {
-	sub *nats.Subscription
-	ch  chan events.DeadLetter
-}
-
-// watchDeadLetters subscribes to memory.dlq.<tenant>.<session> for the dead letter of turn id
-// (its Nats-Msg-Id header names it); the subscription is active at the server on return.
-func watchDeadLetters(nc *nats.Conn, tenant, session, id string) (*deadLetters, error) {
-	if _, err := events.TurnSubject(tenant, session); err != nil {
-		return nil, err
-	}
-	subject := events.DeadLetterSubject(tenant, session)
-	msgID := events.MsgID(tenant, session, id)
-	d := &deadLetters{ch: make(chan events.DeadLetter, 1)}
-	var err error
-	d.sub, err = nc.Subscribe(subject, func(m *nats.Msg) {
-		var dl events.DeadLetter
-		if json.Unmarshal(m.Data, &dl) != nil || nats.Header(dl.Headers).Get(events.HeaderMsgID) != msgID {
-			return
-		}
-		select {
-		case d.ch <- dl:
-		default:
-		}
-	})
-	if err != nil {
-		return nil, fmt.Errorf("subscribing to %s: %w", subject, err)
-	}
-	if err := nc.Flush(); err != nil {
-		_ = d.sub.Unsubscribe()
-		return nil, fmt.Errorf("subscribing to %s: %w", subject, err)
-	}
-	return d, nil
-}
-
-func (d *deadLetters) stop() { _ = d.sub.Unsubscribe() }
-
-// awaitTurn waits up to timeout until turn id of session is applied (a read-your-writes
-// retrieve) or dead-lettered, and returns the state and, unless applied, the reason.
-func awaitTurn(ctx context.Context, cl *client.Client, letters *deadLetters, session, id string, timeout time.Duration) (state, reason string) {
+// awaitTurn waits up to timeout until turn id of session is applied or dead-lettered (a
+// read-your-writes retrieve: the retriever answers 400 with the dead letter's reason for a turn
+// ingest rejected) and returns the state and, unless applied, the reason. Every other outcome
+// (the wait ran out, the retriever could not follow the session or did not answer) leaves the
+// turn pending: it is stored, and ingest applies it when it gets to it.
+func awaitTurn(ctx context.Context, cl *client.Client, session, id string, timeout time.Duration) (state, reason string) {
 	ctx, cancel := context.WithTimeout(ctx, timeout+5*time.Second)
 	defer cancel()
-	applied := make(chan error, 1)
-	go func() {
-		none := 0
-		_, err := cl.Retrieve(ctx, events.RetrieveRequest{
-			Query: "applied?", Session: session, Sources: []string{events.SourceShort}, ContextTokens: &none,
-			After: id, WaitMS: max(1, int(timeout/time.Millisecond)),
-		})
-		applied <- err
-	}()
-	select {
-	case dl := <-letters.ch:
-		return stateDeadLettered, dl.Reason
-	case err := <-applied:
-		if err == nil {
-			return stateApplied, ""
-		}
-		// The dead letter may be on its way while the wait ran out.
-		select {
-		case dl := <-letters.ch:
-			return stateDeadLettered, dl.Reason
-		case <-time.After(200 * time.Millisecond):
-		}
-		var se *client.ServiceError
-		if errors.As(err, &se) && se.Code == 503 {
-			return statePending, "still pending (memctl session shows the session, memctl dlq list its dead letters)"
-		}
-		return statePending, err.Error()
+	none := 0
+	_, err := cl.Retrieve(ctx, events.RetrieveRequest{
+		Query: "applied?", Session: session, Sources: []string{events.SourceShort}, ContextTokens: &none,
+		After: id, WaitMS: max(1, int(timeout/time.Millisecond)),
+	})
+	var se *client.ServiceError
+	switch {
+	case err == nil:
+		return stateApplied, ""
+	case errors.As(err, &se) && se.Code == 400 && se.Field == "after" && strings.Contains(se.Message, rejectedMark):
+		_, why, _ := strings.Cut(se.Message, rejectedMark)
+		return stateDeadLettered, why
+	case errors.As(err, &se) && se.Code == 503 && se.Field == "after":
+		return statePending, fmt.Sprintf("still waiting after %s", timeout)
 	}
+	return statePending, err.Error()
+}
+
+// rejectedMark precedes the reason in the retriever's answer for a dead-lettered turn
+// ("turn \"…\" of session \"…\" was rejected: REASON").
+const rejectedMark = " was rejected: "
+
+// readText reads a turn's text from in (memctl publish -), without the newline that ends it.
+func readText(in *os.File) (string, error) {
+	if term.IsTerminal(int(in.Fd())) {
+		fmt.Fprintln(os.Stderr, "memctl: reading the text from standard input; end it with Ctrl-D")
+	}
+	data, err := io.ReadAll(in)
+	if err != nil {
+		return "", fmt.Errorf("reading the text from standard input: %w", err)
+	}
+	text := strings.TrimSuffix(strings.TrimSuffix(string(data), "\n"), "\r")
+	if text == "" {
+		return "", errors.New("standard input held no text (memctl publish - reads the turn's text from it)")
+	}
+	return text, nil
 }
 
 // flagSet reports whether the flag name was given (on the command line or in the environment).

@@ -66,8 +66,14 @@ func retrieveCommand(out io.Writer, name, help string, contextFirst bool) *ffcli
 				return err
 			}
 			return c.print(reply, func(w io.Writer) {
-				if len(reply.Entries) == 0 {
+				switch {
+				case len(reply.Entries) > 0:
+				case reply.Context == "":
 					fmt.Fprintln(w, "no matching memory"+c.tenantHint())
+				case !showContext:
+					// The context holds what the retriever puts there without a match: the
+					// user's profile.
+					fmt.Fprintf(w, "no matching entries; the context holds %d tokens (--context prints it)\n", reply.ContextTokens)
 				}
 				for i, e := range reply.Entries {
 					fmt.Fprintf(w, "%2d. %.4f  %-12s %-7s %s  %s\n", i+1, e.Score, e.Type, e.Source,
@@ -84,7 +90,10 @@ func retrieveCommand(out io.Writer, name, help string, contextFirst bool) *ffcli
 					fmt.Fprintf(w, "    %s\n", shorten(e.Content, 200))
 				}
 				if showContext && reply.Context != "" {
-					fmt.Fprintf(w, "\ncontext (%d tokens):\n%s", reply.ContextTokens, reply.Context)
+					if len(reply.Entries) > 0 {
+						fmt.Fprintln(w)
+					}
+					fmt.Fprintf(w, "context (%d tokens):\n%s", reply.ContextTokens, reply.Context)
 				}
 			})
 		})

@@ -8,8 +8,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/agentmem/agentmem/internal/session"
@@ -33,19 +31,6 @@ type entryView struct {
 	Seq       uint64    `json:"seq,omitempty"`
 	State     string    `json:"state"` // kept, pending, or named (waiting for its summary)
 	Covers    int       `json:"covers,omitempty"`
-}
-
-func (c *common) jetstream() (jetstream.JetStream, *nats.Conn, error) {
-	nc, err := c.conn.Connect("memctl")
-	if err != nil {
-		return nil, nil, err
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
-		return nil, nil, err
-	}
-	return js, nc, nil
 }
 
 func sessionCommand(out io.Writer) *ffcli.Command {

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+
+	"github.com/agentmem/agentmem/internal/auth"
+	"github.com/agentmem/agentmem/internal/broker"
+	"github.com/agentmem/agentmem/internal/daemon"
+	"github.com/agentmem/agentmem/internal/ingest"
+)
+
+// secured is an in-process memoryd with authentication on, as docs/security.md sets it up:
+// the worker, the admin and one agent credential each of tenants acme and beta.
+type secured struct {
+	url   string
+	store *auth.Store
+}
+
+// creds returns the credentials file of user name ("admin", "agent-acme", "agent-beta").
+func (s *secured) creds(name string) string { return s.store.CredsFile(name) }
+
+func startSecured(t *testing.T) *secured {
+	t.Helper()
+	dir := t.TempDir()
+	store, err := auth.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []struct {
+		name   string
+		role   auth.Role
+		tenant string
+	}{{"worker", auth.RoleWorker, ""}, {"admin", auth.RoleAdmin, ""}, {"agent-acme", auth.RoleAgent, "acme"}, {"agent-beta", auth.RoleAgent, "beta"}} {
+		if _, err := store.Add(u.name, u.role, u.tenant); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conf := filepath.Join(dir, "server.conf")
+	if err := os.WriteFile(conf, []byte(auth.ServerConfig("auth.conf", "", "", "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d, err := daemon.Start(context.Background(), daemon.Config{
+		Broker:        broker.Config{Listen: "127.0.0.1:-1", DataDir: t.TempDir(), ConfigFile: conf},
+		Ingest:        ingest.Config{IdleTimeout: -1},
+		ClientOptions: []nats.Option{nats.UserCredentials(store.CredsFile("worker"))},
+	}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := d.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return &secured{url: d.URL(), store: store}
+}
+
+// runCaptured runs memctl with args and returns what it printed on standard output and on
+// standard error (where nats.go's default error handler writes), and how long it took.
+func runCaptured(t *testing.T, args ...string) (stdout, stderr string, took time.Duration, err error) {
+	t.Helper()
+	r, w, perr := os.Pipe()
+	if perr != nil {
+		t.Fatal(perr)
+	}
+	saved := os.Stderr
+	os.Stderr = w
+	read := make(chan string)
+	go func() {
+		data, _ := io.ReadAll(r)
+		read <- string(data)
+	}()
+	var out bytes.Buffer
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a command that hangs fails the test
+	defer cancel()
+	err = run(ctx, args, &out)
+	took = time.Since(start)
+	os.Stderr = saved
+	_ = w.Close()
+	stderr = <-read
+	_ = r.Close()
+	return out.String(), stderr, took, err
+}
+
+// With authentication on, a tenant agent's credentials publish, wait and search without a
+// permissions violation; a rejected turn says why at once; credentials of another tenant are
+// refused at once, saying so, and so are admin-only commands.
+func TestTenantAgentCredentials(t *testing.T) {
+	s := startSecured(t)
+	acme := []string{"--nats", s.url, "--creds", s.creds("agent-acme"), "--tenant", "acme"}
+
+	out, errOut, _, err := runCaptured(t, append([]string{"publish", "--session", "s1", "--user", "alice", "--wait", "--wait-timeout", "20s", "hello"}, acme...)...)
+	if err != nil || !strings.Contains(out, "applied to session acme/s1") {
+		t.Fatalf("publish with acme's credentials: %v\n%s", err, out)
+	}
+	if errOut != "" {
+		t.Errorf("publish with acme's credentials printed on standard error:\n%s", errOut)
+	}
+
+	out, errOut, took, err := runCaptured(t, append([]string{"publish", "--session", "s2", "--wait", "--wait-timeout", "20s", "no user yet"}, acme...)...)
+	if err == nil || !strings.Contains(err.Error(), "dead-lettered: user is required") {
+		t.Errorf("a rejected turn: %v, want dead-lettered with the reason", err)
+	}
+	if !strings.Contains(out, "dead-lettered, not applied: user is required") || strings.Contains(out, "within") || errOut != "" {
+		t.Errorf("a rejected turn printed\n%s\nand on standard error\n%s", out, errOut)
+	}
+	if took > 10*time.Second {
+		t.Errorf("a rejected turn took %s to be reported", took)
+	}
+
+	out, _, _, err = runCaptured(t, append([]string{"search", "--session", "s1", "hello"}, acme...)...)
+	if err != nil || !strings.Contains(out, "hello") {
+		t.Errorf("search with acme's credentials: %v\n%s", err, out)
+	}
+
+	// Credentials of tenant beta for tenant acme: refused at once (memctl waits 10s for a reply).
+	beta := []string{"--nats", s.url, "--creds", s.creds("agent-beta"), "--tenant", "acme"}
+	for _, args := range [][]string{
+		{"search", "--session", "s1", "hello"},
+		{"publish", "--session", "s1", "--user", "alice", "--wait", "hi"},
+		{"end", "--session", "s1"},
+		{"forget", "--user", "alice"},
+	} {
+		_, errOut, took, err := runCaptured(t, append(args, beta...)...)
+		if err == nil || !strings.Contains(err.Error(), "not permitted") || !strings.Contains(err.Error(), `tenant "beta"`) || !strings.Contains(err.Error(), "--tenant beta") {
+			t.Errorf("%s with beta's credentials for acme: %v, want not permitted naming beta", args[0], err)
+		}
+		if took > 5*time.Second {
+			t.Errorf("%s with beta's credentials for acme took %s, want at once", args[0], took)
+		}
+		if errOut != "" {
+			t.Errorf("%s with beta's credentials printed on standard error:\n%s", args[0], errOut)
+		}
+	}
+
+	// A command that reads streams, with an agent's credentials.
+	_, _, took, err = runCaptured(t, append([]string{"dlq", "list"}, acme...)...)
+	if err == nil || !strings.Contains(err.Error(), "not permitted") || !strings.Contains(err.Error(), "admin credentials") || took > 4*time.Second {
+		t.Errorf("dlq list with an agent's credentials: %v after %s, want not permitted, admin credentials, at once", err, took)
+	}
+	out, _, _, err = runCaptured(t, "dlq", "list", "--nats", s.url, "--creds", s.creds("admin"), "--tenant", "acme")
+	if err != nil || !strings.Contains(out, "user is required") {
+		t.Errorf("dlq list with the admin's credentials: %v\n%s", err, out)
+	}
+}

@@ -112,8 +112,12 @@ func (c *common) permissionHint(subject string) string {
 	if strings.HasPrefix(subject, "$JS.") || strings.HasPrefix(subject, "$KV.") {
 		return "; this command reads streams and buckets, which takes the admin credentials" + table
 	}
-	if owner := credsTenant(c.conn.Creds); owner != "" && owner != c.tenant {
+	owner := credsTenant(c.conn.Creds)
+	if owner != "" && owner != c.tenant {
 		return fmt.Sprintf("; they are an agent's of tenant %q and --tenant is %q: give --tenant %s, or credentials of tenant %q", owner, c.tenant, owner, c.tenant)
+	}
+	if owner != "" && strings.HasPrefix(subject, "memory.session.") {
+		return fmt.Sprintf("; agent credentials made before agentmem answered sessions on memory.session.<tenant> lack it: make new ones (memctl auth add --tenant %s, then reload the server)", owner)
 	}
 	return table
 }

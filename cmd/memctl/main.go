@@ -95,7 +95,7 @@ const (
 
 func topologyOf(command string) int {
 	switch command {
-	case "publish", "end", "search", "context", "forget":
+	case "publish", "end", "search", "context", "forget", "session":
 		return topologyNone
 	case "replay":
 		return topologyAll

@@ -50,7 +50,8 @@ func TestHelpAndUsageErrors(t *testing.T) {
 	}{
 		{[]string{"publish"}, []string{"-session string", "-wait-timeout", "-tenant", "CONNECTION FLAGS (", "  -creds -inbox-prefix -nats", "AGENTMEM_"}, []string{"-partitions", "-replicas", "-dlq-max-age", " -prefix", "NATS server URL"}},
 		{[]string{"search"}, []string{"-session", "CONNECTION FLAGS"}, []string{"-partitions", "-replicas", "-dlq-max-age", " -prefix"}},
-		{[]string{"session"}, []string{"-session", " -prefix"}, []string{"-partitions", "-replicas", "-dlq-max-age"}},
+		{[]string{"session"}, []string{"-session", "CONNECTION FLAGS"}, []string{"-partitions", "-replicas", "-dlq-max-age", " -prefix"}},
+		{[]string{"dlq", "list"}, []string{"-limit", " -prefix"}, []string{"-partitions", "-replicas", "-dlq-max-age"}},
 		{[]string{"replay"}, []string{"-partitions 16", "-replicas 1", "-prefix AGENTMEM"}, nil},
 	} {
 		out.Reset()

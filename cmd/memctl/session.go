@@ -2,36 +2,20 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/peterbourgon/ff/v3/ffcli"
 
-	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/internal/view"
+	"github.com/agentmem/agentmem/pkg/client"
+	"github.com/agentmem/agentmem/pkg/events"
 )
-
-// sessionView is what memctl session prints.
-type sessionView struct {
-	Header  session.Header `json:"header"`
-	Ratio   float64        `json:"ratio"`
-	Entries []entryView    `json:"entries"`
-}
-
-// entryView is a view.Entry with its turns-stream sequence.
-type entryView struct {
-	ID        string    `json:"id"`
-	Type      string    `json:"type"`
-	Role      string    `json:"role,omitempty"`
-	Tokens    int       `json:"tokens"`
-	Timestamp time.Time `json:"timestamp"`
-	Seq       uint64    `json:"seq,omitempty"`
-	State     string    `json:"state"` // kept, pending, or named (waiting for its summary)
-	Covers    int       `json:"covers,omitempty"`
-}
 
 func sessionCommand(out io.Writer) *ffcli.Command {
 	c := &common{}
@@ -44,32 +28,14 @@ func sessionCommand(out io.Writer) *ffcli.Command {
 			if sess == "" {
 				return errors.New("--session is required")
 			}
-			js, nc, err := c.jetstream()
+			v, err := c.readSession(ctx, sess)
 			if err != nil {
 				return err
-			}
-			defer nc.Close()
-			store, err := session.NewStore(ctx, js, c.topo.Events())
-			if err != nil {
-				return err
-			}
-			st, err := store.Load(ctx, session.Key{Tenant: c.tenant, Session: sess}, 0)
-			if err != nil {
-				return err
-			}
-			if st.Revision() == 0 {
-				return fmt.Errorf("session %s/%s not found", c.tenant, sess)
-			}
-			v := sessionView{Header: st.Header, Ratio: st.Header.Ratio()}
-			for _, e := range view.NewSession(st).Entries {
-				v.Entries = append(v.Entries, entryView{ID: e.ID, Type: e.Type, Role: e.Role, Tokens: e.Tokens,
-					Timestamp: e.Timestamp, Seq: e.Stored.Seq, State: e.State, Covers: e.Covers})
 			}
 			return c.print(v, func(w io.Writer) {
-				h := st.Header
-				fmt.Fprintf(w, "session %s/%s  user %s  partition %d\n", h.Tenant, h.Session, h.User, h.Partition)
-				fmt.Fprintf(w, "tokens %d / %d (%.1f %%)  kept %d  pending %d (%d tokens)\n", h.Tokens, h.Budget, 100*h.Ratio(), h.Kept, h.Pending, h.PendingTokens)
-				fmt.Fprintf(w, "turns %d  rejected %d  pressures %d  summaries %d  ended %t  last seq %d\n", h.Turns, h.Rejected, h.Pressures, h.Summaries, h.Ended, h.LastSeq)
+				fmt.Fprintf(w, "session %s/%s  user %s\n", v.Tenant, v.Session, v.User)
+				fmt.Fprintf(w, "tokens %d / %d (%.1f %%)  kept %d  pending %d (%d tokens)\n", v.Tokens, v.Budget, 100*v.Ratio, v.Kept, v.Pending, v.PendingTokens)
+				fmt.Fprintf(w, "turns %d  rejected %d  pressures %d  summaries %d  ended %t\n", v.Turns, v.Rejected, v.Pressures, v.Summaries, v.Ended)
 				for _, e := range v.Entries {
 					extra := ""
 					if e.Covers > 0 {
@@ -79,4 +45,42 @@ func sessionCommand(out io.Writer) *ffcli.Command {
 				}
 			})
 		})
+}
+
+// readSession asks the retriever for a session's short-term state on memory.session.<tenant>,
+// a subject of the tenant's own: an agent's credentials do (docs/security.md).
+func (c *common) readSession(ctx context.Context, sess string) (view.Session, error) {
+	var v view.Session
+	if err := events.ValidateToken("session", sess); err != nil {
+		return v, fmt.Errorf("--session: %w", err)
+	}
+	subject, err := events.SessionSubject(c.tenant)
+	if err != nil {
+		return v, err
+	}
+	body, err := json.Marshal(events.SessionRequest{Session: sess})
+	if err != nil {
+		return v, err
+	}
+	nc, err := c.connect()
+	if err != nil {
+		return v, err
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	msg, err := nc.RequestMsgWithContext(ctx, &nats.Msg{Subject: subject, Data: body})
+	if err != nil {
+		return v, fmt.Errorf("requesting %s: %w", subject, err)
+	}
+	if se := client.ServiceErrorOf(msg); se != nil {
+		if se.Code == 404 {
+			return v, fmt.Errorf("session %s/%s not found%s", c.tenant, sess, c.tenantHint())
+		}
+		return v, se
+	}
+	if err := json.Unmarshal(msg.Data, &v); err != nil {
+		return v, fmt.Errorf("decoding the reply on %s: %w", subject, err)
+	}
+	return v, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -152,5 +153,40 @@ func TestTenantAgentCredentials(t *testing.T) {
 	out, _, _, err = runCaptured(t, "dlq", "list", "--nats", s.url, "--creds", s.creds("admin"), "--tenant", "acme")
 	if err != nil || !strings.Contains(out, "user is required") {
 		t.Errorf("dlq list with the admin's credentials: %v\n%s", err, out)
+	}
+}
+
+// memctl session reads a session through memory.session.<tenant>: a tenant agent's credentials
+// read the tenant's own sessions, never another tenant's, and the admin's read any.
+func TestSessionWithAgentCredentials(t *testing.T) {
+	s := startSecured(t)
+	acme := []string{"--nats", s.url, "--creds", s.creds("agent-acme"), "--tenant", "acme"}
+	if out, _, _, err := runCaptured(t, append([]string{"publish", "--session", "s1", "--user", "alice", "--wait", "--wait-timeout", "20s", "--id", "t1", "my secret plan"}, acme...)...); err != nil {
+		t.Fatalf("publish: %v\n%s", err, out)
+	}
+	for _, creds := range []string{"agent-acme", "admin"} {
+		out, errOut, _, err := runCaptured(t, "session", "--session", "s1", "--nats", s.url, "--creds", s.creds(creds), "--tenant", "acme")
+		if err != nil || !strings.Contains(out, "session acme/s1  user alice") || !strings.Contains(out, "t1") || errOut != "" {
+			t.Errorf("session with %s's credentials: %v\n%s%s", creds, err, out, errOut)
+		}
+	}
+	out, _, _, err := runCaptured(t, append([]string{"session", "--session", "s1", "--json"}, acme...)...)
+	var v struct {
+		Tenant, Session, User string
+		Turns                 int
+		Entries               []struct{ ID, State string }
+	}
+	if err != nil || json.Unmarshal([]byte(out), &v) != nil || v.Tenant != "acme" || v.User != "alice" || v.Turns != 1 || len(v.Entries) != 1 || v.Entries[0].ID != "t1" {
+		t.Errorf("session --json: %v\n%s", err, out)
+	}
+	// Tenant beta's credentials: acme's subject is refused at once; beta's own subject knows no
+	// session s1 (beta's s1 is not acme's).
+	_, _, took, err := runCaptured(t, "session", "--session", "s1", "--nats", s.url, "--creds", s.creds("agent-beta"), "--tenant", "acme")
+	if err == nil || !strings.Contains(err.Error(), `not permitted: these credentials may not publish to "memory.session.acme"`) || took > 5*time.Second {
+		t.Errorf("session of acme with beta's credentials: %v after %s, want not permitted at once", err, took)
+	}
+	out, _, _, err = runCaptured(t, "session", "--session", "s1", "--nats", s.url, "--creds", s.creds("agent-beta"), "--tenant", "beta")
+	if err == nil || !strings.Contains(err.Error(), "session beta/s1 not found") || strings.Contains(out, "alice") {
+		t.Errorf("session s1 of beta: %v\n%s, want not found", err, out)
 	}
 }

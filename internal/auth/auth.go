@@ -12,7 +12,9 @@
 //
 //   - memory.turns.<tenant>.* — a service import of the service account's
 //     memory.intake.<tenant>.*, where ingest admits turns (no stream captures the intake);
-//   - memory.retrieve.<tenant>, memory.forget.<tenant> — service imports;
+//   - memory.retrieve.<tenant>, memory.forget.<tenant>, memory.session.<tenant> — service imports
+//     (memory.session answers a session's short-term state: memctl session with an agent's
+//     credentials);
 //   - memory.pressure.<tenant>.>, memory.summaries.<tenant>.>, memory.facts.<tenant>.> — stream
 //     imports.
 //
@@ -24,8 +26,8 @@
 // the subject's tenant and session and drops every Nats-* header an agent set (package ingest).
 //
 // Inside its account an agent is still held to its own subjects (publish memory.turns.T.*,
-// memory.retrieve.T, memory.forget.T; subscribe to T's events and its inboxes), so a mistake is
-// refused with a permissions violation instead of vanishing.
+// memory.retrieve.T, memory.forget.T, memory.session.T; subscribe to T's events and its
+// inboxes), so a mistake is refused with a permissions violation instead of vanishing.
 //
 // Why JWTs rather than an accounts block in the server configuration: a tenant added to a
 // configuration file needs a reload, and nats-server does not set up the imports of an account
@@ -89,7 +91,7 @@ func PermissionsFor(role Role, tenant string) (Permissions, error) {
 			return Permissions{}, err
 		}
 		return Permissions{
-			PublishAllow: []string{"memory.turns." + tenant + ".*", "memory.retrieve." + tenant, "memory.forget." + tenant},
+			PublishAllow: []string{"memory.turns." + tenant + ".*", "memory.retrieve." + tenant, "memory.forget." + tenant, "memory.session." + tenant},
 			SubscribeAllow: []string{"memory.pressure." + tenant + ".>", "memory.summaries." + tenant + ".>",
 				"memory.facts." + tenant + ".>", "_INBOX.>", InboxPrefix(tenant) + ".>"},
 		}, nil
@@ -119,8 +121,8 @@ const ServiceAccount = "AGENTMEM"
 // tenant named like a reserved account, $SYS or AGENTMEM, apart from it).
 func AccountName(tenant string) string { return "TENANT_" + tenant }
 
-// exports are what the service account offers the tenant accounts: the intake, retrieve and
-// forget services (requests) and the pressure, summary and fact events (streams).
+// exports are what the service account offers the tenant accounts: the intake, retrieve, forget
+// and session services (requests) and the pressure, summary and fact events (streams).
 var exports = []struct {
 	typ     jwt.ExportType
 	subject string
@@ -128,6 +130,7 @@ var exports = []struct {
 	{jwt.Service, "memory.intake.*.*"},
 	{jwt.Service, "memory.retrieve.*"},
 	{jwt.Service, "memory.forget.*"},
+	{jwt.Service, "memory.session.*"},
 	{jwt.Stream, "memory.pressure.*.>"},
 	{jwt.Stream, "memory.summaries.*.>"},
 	{jwt.Stream, "memory.facts.*.>"},
@@ -147,6 +150,7 @@ func imports(tenant string) []tenantImport {
 		{jwt.Service, "memory.intake." + tenant + ".*", "memory.turns." + tenant + ".*"},
 		{jwt.Service, "memory.retrieve." + tenant, ""},
 		{jwt.Service, "memory.forget." + tenant, ""},
+		{jwt.Service, "memory.session." + tenant, ""},
 		{jwt.Stream, "memory.pressure." + tenant + ".>", ""},
 		{jwt.Stream, "memory.summaries." + tenant + ".>", ""},
 		{jwt.Stream, "memory.facts." + tenant + ".>", ""},

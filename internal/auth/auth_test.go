@@ -3,6 +3,7 @@ package auth
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,12 +62,21 @@ func TestRenderIsAServerConfig(t *testing.T) {
 		}
 	}
 	svc := claims[ServiceAccount]
-	if svc.Limits.JetStreamLimits.DiskStorage != jwt.NoLimit || len(svc.Exports) != 6 {
+	if svc.Limits.JetStreamLimits.DiskStorage != jwt.NoLimit || len(svc.Exports) != 7 {
 		t.Fatalf("service account: JetStream %+v, %d exports", svc.Limits.JetStreamLimits, len(svc.Exports))
 	}
 	a := claims[AccountName("a")]
-	if len(a.Imports) != 6 || a.Limits.JetStreamLimits.DiskStorage != 0 {
+	if len(a.Imports) != 7 || a.Limits.JetStreamLimits.DiskStorage != 0 {
 		t.Fatalf("tenant a: %d imports, JetStream %+v", len(a.Imports), a.Limits.JetStreamLimits)
+	}
+	// memory.session.a: memctl session with a's credentials reads a's sessions through it.
+	var subjects []string
+	for _, imp := range a.Imports {
+		subjects = append(subjects, string(imp.Subject))
+	}
+	p, _ := PermissionsFor(RoleAgent, "a")
+	if !slices.Contains(subjects, "memory.session.a") || !slices.Contains(p.PublishAllow, "memory.session.a") {
+		t.Errorf("tenant a imports %v and its agents may publish to %v: want memory.session.a in both", subjects, p.PublishAllow)
 	}
 	for _, imp := range a.Imports {
 		if !strings.Contains(string(imp.Subject), ".a.") && !strings.HasSuffix(string(imp.Subject), ".a") {

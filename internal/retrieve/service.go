@@ -157,6 +157,10 @@ func (s *Service) Start(ctx context.Context) error {
 		_ = svc.Stop()
 		return fmt.Errorf("adding endpoint retrieve: %w", err)
 	}
+	if err := s.addSessionEndpoint(ctx, svc); err != nil {
+		_ = svc.Stop()
+		return err
+	}
 	// Make sure the server knows the subscription before anyone is told the service is up.
 	if err := s.nc.Flush(); err != nil {
 		_ = svc.Stop()

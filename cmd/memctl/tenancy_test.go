@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/agentmem/agentmem/internal/auth"
 	"github.com/agentmem/agentmem/internal/broker"
+	"github.com/agentmem/agentmem/internal/broker/brokertest"
 	"github.com/agentmem/agentmem/internal/daemon"
 	"github.com/agentmem/agentmem/internal/ingest"
 )
@@ -189,4 +191,30 @@ func TestSessionWithAgentCredentials(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "session beta/s1 not found") || strings.Contains(out, "alice") {
 		t.Errorf("session s1 of beta: %v\n%s, want not found", err, out)
 	}
+}
+
+// memctl import with an agent's credentials publishes the turns at once; the look-up of the
+// sessions it may already hold, which takes the admin's, is skipped with a note.
+func TestImportWithAgentCredentials(t *testing.T) {
+	s := startSecured(t)
+	file := filepath.Join(t.TempDir(), "history.jsonl")
+	lines := `{"session":"s1","user":"alice","role":"user","content":"I prefer tea","time":"2026-01-02T10:00:00Z"}` + "\n" +
+		`{"session":"s1","role":"assistant","content":"noted","time":"2026-01-02T10:00:05Z"}` + "\n"
+	if err := os.WriteFile(file, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, took, err := runCaptured(t, "import", "--quiet", "--nats", s.url, "--creds", s.creds("agent-acme"), "--tenant", "acme", file)
+	if err != nil || took > 5*time.Second {
+		t.Fatalf("import with acme's credentials: %v after %s\n%s%s", err, took, out, errOut)
+	}
+	if !strings.Contains(errOut, "cannot read the session store (not permitted") || strings.Contains(errOut, "nats: permissions violation") {
+		t.Errorf("import with acme's credentials printed on standard error:\n%s", errOut)
+	}
+	brokertest.CheckFor(t, 20*time.Second, 50*time.Millisecond, func() error {
+		out, _, _, err := runCaptured(t, "session", "--session", "s1", "--nats", s.url, "--creds", s.creds("agent-acme"), "--tenant", "acme")
+		if err != nil || !strings.Contains(out, "turns 2") {
+			return fmt.Errorf("session s1: %v\n%s", err, out)
+		}
+		return nil
+	})
 }

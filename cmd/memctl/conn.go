@@ -33,11 +33,11 @@ func (e *notPermitted) Error() string {
 // ("Permissions Violation for Publish to \"memory.retrieve.acme\"").
 var violationRE = regexp.MustCompile(`(?i)permissions violation for (publish|subscription) to "([^"]*)"`)
 
-// permissions ends a command at the first permissions violation the server reports on its connection,
-// with the violation as the context's cause: a request the server refused gets no answer, and
-// the command would otherwise wait for its timeout. nats.go reports such violations only to the
-// connection's error handler, asynchronously. A step the command can do without runs under
-// optional: a violation then ends that step alone.
+// permissions ends a command at the first permissions violation the server reports on its
+// connection, with the violation as the context's cause: a request the server refused gets no
+// answer, and the command would otherwise wait for its timeout. nats.go reports such violations
+// only to the connection's error handler, asynchronously. A step the command can do without runs
+// under optional: a violation then ends that step alone.
 type permissions struct {
 	end  context.CancelCauseFunc
 	hint func(subject string) string

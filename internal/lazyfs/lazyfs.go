@@ -12,19 +12,27 @@
 //     truncation (ftruncate, truncate, O_TRUNC) is durable the same way.
 //   - Directory entries. Creating a file, directory or symbolic link, a hard link, a rename, an
 //     unlink or a rmdir changes the backing directory at once and is remembered as unsynced.
-//     fsync of the directory makes its entries durable as they are at that moment: each name
-//     then points at the file it names (a new file with no synced data durably exists, empty;
-//     a new directory durably exists with none of its own entries synced). fsync of a file
-//     does not make its name durable, and fsync of a directory syncs no data of its files: a
-//     file created, written and fsynced but whose directory was never fsynced does not survive
-//     a cut. A rename between two directories is durable in each directory when that
-//     directory is fsynced; a file whose old and new names both became durable survives a cut
-//     under both (as a hard link).
+//     Syncing a directory makes its entries durable as they are at that moment: each name then
+//     points at the file it names (a new file with no synced data durably exists, empty; a new
+//     directory durably exists with none of its own entries synced). Syncing a directory syncs
+//     no data of its files. When a directory is synced depends on Options.Entries:
+//     DirSync (the default, POSIX's letter): only by fsync of the directory itself; a file
+//     created, written and fsynced whose directory was never fsynced does not survive a cut.
+//     AnySync (a journaling filesystem, such as ext4 with data=ordered or XFS, which commits
+//     metadata in order): every directory changed since the last sync is synced by the next
+//     fsync or fdatasync of any file or directory of the filesystem, before that call returns.
+//     Neither model makes another file's data durable: a journal's commit of a file's size
+//     with its data (ext4's data=ordered) is not modelled, so a cut loses at least what a real
+//     journaling filesystem would.
+//     A rename between two directories is durable in each directory when that directory is
+//     synced; a file whose old and new names both became durable survives a cut under both (as
+//     a hard link).
 //   - Cut drops every unsynced write, truncation and entry: the backing directory is rebuilt
 //     from what was synced. What the backing directory held when it was mounted counts as
 //     synced. Ownership, times and extended attributes are not modelled (a file's mode is
 //     taken when its entry or data is synced); fallocate counts as a write of its range;
-//     copy_file_range is refused (ENOTSUP), so the kernel falls back to read and write.
+//     copy_file_range is refused (ENOTSUP), so the kernel falls back to read and write, and so
+//     is O_TMPFILE (EOPNOTSUPP).
 //   - Nothing reaches the real disk with a sync: the model is the disk, kept in files
 //     (dir/synced), so a test costs no disk flushes.
 //
@@ -69,6 +77,34 @@ func Available() error {
 	return nil
 }
 
+// Entries says when changed directory entries become durable.
+type Entries int
+
+const (
+	// DirSync makes a directory's entries durable when the directory is fsynced (POSIX).
+	DirSync Entries = iota
+	// AnySync makes every changed directory's entries durable at the next fsync or fdatasync of
+	// any file or directory, as a journaling filesystem commits metadata in order.
+	AnySync
+)
+
+// String is the name of the model.
+func (e Entries) String() string {
+	switch e {
+	case DirSync:
+		return "dirsync"
+	case AnySync:
+		return "anysync"
+	}
+	return fmt.Sprintf("Entries(%d)", int(e))
+}
+
+// Options configures a lazyfs.
+type Options struct {
+	// Entries is when directory entries become durable (default DirSync).
+	Entries Entries
+}
+
 // Syncs counts the syncs of one path: fsync and fdatasync of a file, fsync of a directory.
 type Syncs struct {
 	Fsync     int
@@ -82,6 +118,7 @@ func (s Syncs) Total() int { return s.Fsync + s.Fdatasync + s.Dir }
 // FS is a mounted lazyfs. Its methods are safe for concurrent use.
 type FS struct {
 	live, synced, mountpoint string
+	opts                     Options
 	busyWait                 time.Duration // how long an unmount is retried while busy
 
 	// cutMu is held for writing while the filesystem is unmounted and rebuilt.
@@ -95,16 +132,23 @@ type FS struct {
 	root   *object
 	syncs  map[string]*Syncs
 	cuts   int
+	// dirty holds the directories whose entries changed since the last sync (AnySync).
+	dirty map[*node]struct{}
 }
 
 // Mount mounts a lazyfs at mountpoint (an existing empty directory) and returns it. dir holds
 // its state: dir/live is the backing directory (created if missing; what it holds counts as
 // synced) and dir/synced what a disk would have kept. Unmount it when done.
-func Mount(dir, mountpoint string) (*FS, error) {
+func Mount(dir, mountpoint string, opts Options) (*FS, error) {
 	if err := Available(); err != nil {
 		return nil, err
 	}
+	if opts.Entries != DirSync && opts.Entries != AnySync {
+		return nil, fmt.Errorf("lazyfs: Options.Entries %v: want DirSync or AnySync", opts.Entries)
+	}
 	f := &FS{
+		opts:       opts,
+		dirty:      map[*node]struct{}{},
 		live:       filepath.Join(dir, "live"),
 		synced:     filepath.Join(dir, "synced"),
 		mountpoint: mountpoint,
@@ -156,8 +200,56 @@ func (f *FS) Cut() error {
 	}
 	f.mu.Lock()
 	f.cuts++
+	f.dirty = map[*node]struct{}{}
 	f.mu.Unlock()
 	return f.mount()
+}
+
+// Sync makes everything the filesystem holds durable, as sync(1) does: every directory's
+// entries and every file's data. It is not counted in Syncs.
+func (f *FS) Sync() error {
+	f.cutMu.Lock()
+	defer f.cutMu.Unlock()
+	f.mu.Lock()
+	f.dirty = map[*node]struct{}{}
+	f.mu.Unlock()
+	err := filepath.WalkDir(f.live, func(path string, d os.DirEntry, err error) error {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil // removed meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		in, err := statInfo(-1, path)
+		if errors.Is(err, syscall.ENOENT) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		o := f.objectOf(in)
+		switch {
+		case d.IsDir():
+			if err := f.syncDir(o, path); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		case d.Type().IsRegular():
+			fh, err := os.Open(path)
+			if errors.Is(err, os.ErrNotExist) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			defer fh.Close()
+			return f.syncFile(o, int(fh.Fd()))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("lazyfs: sync: %w", err)
+	}
+	return nil
 }
 
 // Unmount unmounts the filesystem (retrying for up to 10 seconds while it is busy). The backing
@@ -422,6 +514,41 @@ func (f *FS) syncDir(o *object, path string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	o.entries = entries
+	return nil
+}
+
+// changed records that the entries of directory n changed.
+func (f *FS) changed(n *node) {
+	if f.opts.Entries != AnySync {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.dirty[n] = struct{}{}
+}
+
+// commit syncs the entries of every directory changed since the last sync (AnySync).
+func (f *FS) commit() error {
+	if f.opts.Entries != AnySync {
+		return nil
+	}
+	f.mu.Lock()
+	dirty := f.dirty
+	f.dirty = map[*node]struct{}{}
+	f.mu.Unlock()
+	for n := range dirty {
+		p := n.backing()
+		st, err := statInfo(-1, p)
+		if errors.Is(err, syscall.ENOENT) {
+			continue // removed since: its parent changed too
+		}
+		if err != nil {
+			return err
+		}
+		if err := f.syncDir(f.objectOf(st), p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -14,7 +14,7 @@ import (
 func fdatasync(fh *os.File) error { return syscall.Fdatasync(int(fh.Fd())) }
 
 // mount mounts a lazyfs for the test, or skips the test saying why this machine cannot.
-func mount(t *testing.T) (*FS, string) {
+func mount(t *testing.T, opts ...Options) (*FS, string) {
 	t.Helper()
 	if err := Available(); err != nil {
 		t.Skipf("needs FUSE: %v", err)
@@ -24,7 +24,11 @@ func mount(t *testing.T) (*FS, string) {
 	if err := os.Mkdir(mp, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	f, err := Mount(filepath.Join(dir, "state"), mp)
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	f, err := Mount(filepath.Join(dir, "state"), mp, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +356,7 @@ func TestWhatWasThereCountsAsSynced(t *testing.T) {
 	if err := os.Mkdir(mp, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	f, err := Mount(filepath.Join(dir, "state"), mp)
+	f, err := Mount(filepath.Join(dir, "state"), mp, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -412,6 +416,76 @@ func TestCutWhileBusyFails(t *testing.T) {
 	t.Log(err)
 	// The filesystem is still mounted and usable.
 	write(t, filepath.Join(mp, "after"), "x", true)
+}
+
+// With AnySync, as on a journaling filesystem, any sync makes every earlier change of a
+// directory durable, and nothing else.
+func TestJournaledEntries(t *testing.T) {
+	f, mp := mount(t, Options{Entries: AnySync})
+	d := filepath.Join(mp, "streams", "T", "msgs")
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	blk := filepath.Join(d, "1.blk")
+	write(t, blk, "msg1", true) // the file's fsync commits the directories above it
+	write(t, filepath.Join(mp, "unsynced"), "x", false)
+	cut(t, f)
+	if got := content(t, blk); got != "msg1" {
+		t.Fatalf("a new file fsynced in new directories: %q after the cut", got)
+	}
+	if got := content(t, filepath.Join(mp, "unsynced")); got != "<absent>" {
+		t.Fatalf("a file created after the last sync: %q after the cut; want it absent", got)
+	}
+	// A rename becomes durable with the next sync of anything, not before.
+	other := filepath.Join(mp, "other")
+	write(t, other, "", true)
+	if err := os.Rename(blk, filepath.Join(d, "2.blk")); err != nil {
+		t.Fatal(err)
+	}
+	cut(t, f)
+	if got := content(t, blk); got != "msg1" {
+		t.Fatalf("a rename not followed by any sync: 1.blk=%q", got)
+	}
+	if err := os.Rename(blk, filepath.Join(d, "2.blk")); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, other, "y", true)
+	appendTo(t, filepath.Join(d, "2.blk"), "msg2", false) // data still needs its own sync
+	cut(t, f)
+	if got, gone := content(t, filepath.Join(d, "2.blk")), content(t, blk); got != "msg1" || gone != "<absent>" {
+		t.Fatalf("a rename followed by another file's sync: 2.blk=%q 1.blk=%q; want msg1 and absent", got, gone)
+	}
+}
+
+func TestSyncAll(t *testing.T) {
+	f, mp := mount(t)
+	d := filepath.Join(mp, "a", "b")
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(d, "f"), "synced by Sync", false)
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, filepath.Join(d, "f"), " and not this", false)
+	write(t, filepath.Join(mp, "later"), "x", false)
+	cut(t, f)
+	if got, later := content(t, filepath.Join(d, "f")), content(t, filepath.Join(mp, "later")); got != "synced by Sync" || later != "<absent>" {
+		t.Fatalf("after Sync, a write and a create, then a cut: f=%q later=%q", got, later)
+	}
+	if n := len(f.Syncs()); n != 0 {
+		t.Fatalf("Sync counted %d paths as synced by the application", n)
+	}
+}
+
+func TestOptionsAreChecked(t *testing.T) {
+	if err := Available(); err != nil {
+		t.Skipf("needs FUSE: %v", err)
+	}
+	dir := t.TempDir()
+	if _, err := Mount(filepath.Join(dir, "state"), dir, Options{Entries: 7}); err == nil {
+		t.Fatal("Mount accepted Entries(7)")
+	}
 }
 
 func TestAddSpan(t *testing.T) {

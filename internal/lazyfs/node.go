@@ -73,6 +73,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
+	n.fs.changed(n)
 	h, errno := n.handle(fh, flags)
 	if errno != 0 {
 		return nil, nil, 0, errno
@@ -125,12 +126,18 @@ func (n *node) Fsync(ctx context.Context, f fs.FileHandle, flags uint32) syscall
 	if !ok {
 		return syscall.EBADF
 	}
+	if err := n.fs.commit(); err != nil {
+		return fs.ToErrno(err)
+	}
 	return fs.ToErrno(n.fs.syncFile(h.obj, h.fd))
 }
 
 // syncDir makes the directory's entries durable.
 func (n *node) syncDir(flags uint32) syscall.Errno {
 	n.fs.countSync(n.Path(n.Root()), true, flags)
+	if err := n.fs.commit(); err != nil {
+		return fs.ToErrno(err)
+	}
 	p := n.backing()
 	st, err := statInfo(-1, p)
 	if err != nil {
@@ -146,6 +153,70 @@ func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, 
 		return nil, 0, errno
 	}
 	return &dir{fh: fh, n: n}, fuseFlags, 0
+}
+
+func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	ino, errno := n.LoopbackNode.Mkdir(ctx, name, mode, out)
+	if errno == 0 {
+		n.fs.changed(n)
+	}
+	return ino, errno
+}
+
+func (n *node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	ino, errno := n.LoopbackNode.Mknod(ctx, name, mode, rdev, out)
+	if errno == 0 {
+		n.fs.changed(n)
+	}
+	return ino, errno
+}
+
+func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	ino, errno := n.LoopbackNode.Symlink(ctx, target, name, out)
+	if errno == 0 {
+		n.fs.changed(n)
+	}
+	return ino, errno
+}
+
+func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	ino, errno := n.LoopbackNode.Link(ctx, target, name, out)
+	if errno == 0 {
+		n.fs.changed(n)
+	}
+	return ino, errno
+}
+
+func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
+	errno := n.LoopbackNode.Unlink(ctx, name)
+	if errno == 0 {
+		n.fs.changed(n)
+	}
+	return errno
+}
+
+func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	errno := n.LoopbackNode.Rmdir(ctx, name)
+	if errno == 0 {
+		n.fs.changed(n)
+	}
+	return errno
+}
+
+func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	errno := n.LoopbackNode.Rename(ctx, name, newParent, newName, flags)
+	if errno == 0 {
+		n.fs.changed(n)
+		if np, ok := newParent.(*node); ok {
+			n.fs.changed(np)
+		}
+	}
+	return errno
+}
+
+// Tmpfile refuses O_TMPFILE, which the model does not cover.
+func (n *node) Tmpfile(context.Context, uint32, uint32, *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	return nil, nil, 0, syscall.EOPNOTSUPP
 }
 
 // CopyFileRange is refused, so that the kernel copies with reads and writes, which are

@@ -1,0 +1,16 @@
+// Package powercut holds agentmem's staged power-cut test: memoryd (the binary, as a user runs
+// it) stores its data on a lazyfs mount (internal/lazyfs), which forgets what was not synced;
+// three kinds of client publish turns and record every acknowledged id (a plain nats.go
+// JetStream publisher with Nats-Msg-Id, HTTP batches to memoryd's --http API, and pkg/client);
+// at a random moment memoryd is killed with SIGKILL and the power cut (lazyfs.Cut), and memoryd
+// restarts on what survived. After every cut the turns stream must hold every acknowledged turn
+// once; at the end, once memoryd has caught up, every acknowledged turn is in short-term memory
+// once (itself or in the provenance of one summary), retrieve finds the last turns acknowledged
+// before each cut, and short-term memory and the long-term store (facts, summaries) equal a
+// replay of the turns stream into separate buckets.
+//
+// The same run with --durability interval loses acknowledged turns, and the test says how many:
+// the harness can fail. `go test ./internal/powercut` makes a few cuts (it skips, saying why,
+// where FUSE cannot be mounted); `make chaos` (build tag chaos) makes 20 with each durability
+// mode and asserts that interval loses turns. Both log how many syncs each file received.
+package powercut

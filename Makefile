@@ -56,15 +56,16 @@ fuzz: ## every decoder and parser fuzzed for $(FUZZTIME) executions each
 	$(GO) test -run '^$$' -fuzz '^FuzzStructuredAgrees$$' -fuzztime $(FUZZTIME) ./pkg/events
 	$(GO) test -run '^$$' -fuzz '^FuzzFind$$' -fuzztime $(FUZZTIME) ./internal/when
 
-chaos: ## the multi-process fault run: 3 nats-server nodes, two of each worker, kill -9 of the turns leader and of an ingest process
+chaos: ## the multi-process fault run: 3 nats-server nodes, two of each worker, kill -9 of the turns leader and of an ingest process; then memoryd's staged power cuts on lazyfs (internal/powercut, needs FUSE): 20 with sync, interval's losses, kill -9 alone, and a POSIX-minimal filesystem, with the syncs per file
 	$(GO) test -tags chaos -count=1 -v -timeout 10m ./internal/chaos
+	$(GO) test -tags chaos -count=1 -v -timeout 20m -run '^TestPowerCutChaos$$' ./internal/powercut
 
 cluster-local: ## without Docker: 3 nats-server nodes and one of each worker on loopback, a turn published with a node killed, all stopped (deploy/cluster-local.sh; docs/deployment.md)
 	GO=$(GO) deploy/cluster-local.sh
 
 lint: ## go vet and staticcheck (package comments included), of the main module and of $(CONTRIB)
 	$(GO) vet ./...
-	$(GO) vet -tags chaos ./internal/chaos
+	$(GO) vet -tags chaos ./internal/chaos ./internal/powercut
 	$(GO) tool staticcheck ./...
 	sc=$$($(GO) tool -n staticcheck) && for m in $(CONTRIB); do (cd $$m && $(GO) vet $(CONTRIB_FLAGS) ./... && GOFLAGS="$$GOFLAGS $(CONTRIB_FLAGS)" $$sc ./...) || exit 1; done
 

@@ -73,6 +73,10 @@ type Config struct {
 	// about a period (for measurements: by default what was said within the period a one-line
 	// query names counts as fresh, internal/when).
 	IgnorePeriods bool
+	// PeriodWeight is how much a question about a period raises what was said within it (a
+	// soft prior that reorders near-ties and never lifts an entry into the top ten: period.go);
+	// 0 is DefaultPeriodWeight.
+	PeriodWeight float64
 	// Rank configures the keyword ranking of every source (internal/rank); the zero value is
 	// the measured default. The archive uses session evidence and diversity (its documents are
 	// grouped by session); short-term and long-term entries are ranked alone. memeval's
@@ -110,6 +114,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.PeriodWeight == 0 {
+		c.PeriodWeight = DefaultPeriodWeight
 	}
 	return c
 }

@@ -414,9 +414,9 @@ func (s *Service) Retrieve(ctx context.Context, tenant string, req events.Retrie
 	}
 
 	fuse(s.cfg.Fusion, cands)
-	// A question about a period ("last Saturday", "四周前") measures the decay of what was said
-	// in it as if it had just been said: the question is about then (internal/when). A dialogue
-	// (a query of several lines, rank.ParseQuery) is not a question: its time words tell of the
+	// A question about a period ("last Saturday", "四周前") raises what was said in it, as a soft
+	// prior that reorders near-ties (period.go; internal/when finds the period). A dialogue (a
+	// query of several lines, rank.ParseQuery) is not a question: its time words tell of the
 	// conversation, not of what to recall.
 	var period when.Period
 	hasPeriod := false
@@ -434,9 +434,6 @@ func (s *Service) Retrieve(ctx context.Context, tenant string, req events.Retrie
 		}
 		seen[e.ID] = true
 		decay := s.cfg.decay(e.Type).Factor(at.Sub(e.Timestamp))
-		if hasPeriod && period.Contains(e.Timestamp) {
-			decay = 1
-		}
 		weight := memory.SourceWeight(c.source)
 		sc := events.Scores{Keyword: round(c.keyword), Decay: round(decay), Weight: weight}
 		if c.vector != nil {
@@ -465,6 +462,9 @@ func (s *Service) Retrieve(ctx context.Context, tenant string, req events.Retrie
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
+	if hasPeriod {
+		applyPeriod(reply.Entries, period, s.cfg.PeriodWeight)
+	}
 	if limit := req.LimitOrDefault(); len(reply.Entries) > limit {
 		reply.Entries = reply.Entries[:limit]
 	}

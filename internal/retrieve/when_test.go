@@ -2,6 +2,7 @@ package retrieve_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,8 +11,8 @@ import (
 	"github.com/agentmem/agentmem/pkg/events"
 )
 
-// TestQueryAboutAPeriod: a question about a period ("last Saturday", "上周六") counts what was said
-// in it as fresh (decay 1.0), so it ranks above a newer, equally relevant entry; the same query
+// TestQueryAboutAPeriod: a question about a period ("last Saturday", "上周六") raises what was said
+// in it (scores.period), so it ranks above a newer, equally relevant entry; the same query
 // without the period ranks the newer one first.
 func TestQueryAboutAPeriod(t *testing.T) {
 	t.Run("default", func(t *testing.T) { testQueryAboutAPeriod(t, start(t), true) })
@@ -48,8 +49,8 @@ func testQueryAboutAPeriod(t *testing.T, e *env, periods bool) {
 		}
 		if len(got) < 2 || got[0] != tt.period {
 			t.Errorf("%q: %s said last Saturday is not first: %v", tt.query, tt.period, top(reply))
-		} else if d := reply.Entries[0].Scores.Decay; d != 1 {
-			t.Errorf("%q: the decay of %s is %v, want 1", tt.query, tt.period, d)
+		} else if f := reply.Entries[0].Scores.Period; f <= 1 {
+			t.Errorf("%q: the period factor of %s is %v, want more than 1", tt.query, tt.period, f)
 		}
 	}
 	// Without the period, and in a dialogue (whose time words tell of the conversation), the
@@ -62,5 +63,48 @@ func testQueryAboutAPeriod(t *testing.T, e *env, periods bool) {
 		if got := entryIDs(reply); len(got) == 0 || got[0] != "tuesday-00" {
 			t.Errorf("%q: %v, want tuesday-00 first", q, top(reply))
 		}
+	}
+}
+
+// TestPeriodIsASoftPrior: answers said inside "two weeks ago", at its edge (19 days back) and
+// well outside it (two months back) all stay in the top ten among turns said within the period
+// that are nearly as relevant; inside and at the edge rank above outside, as a person who says
+// "two weeks ago" for 10 to 20 days would expect.
+func TestPeriodIsASoftPrior(t *testing.T) {
+	e := start(t)
+	at := time.Date(2026, 12, 2, 15, 0, 0, 0, time.UTC)
+	day := 24 * time.Hour
+	// Turns said within the period, each in a session of its own, about as relevant as the
+	// answers: with the old rule (what was said in the period counted as fresh, twice the
+	// weight of anything older than a day) they pushed the answers at the edge and outside out of
+	// the top ten.
+	for i := range 12 {
+		e.seed(t, fmt.Sprintf("visit-%02d", i), "alice", []client.Turn{{ID: fmt.Sprintf("visit-%02d", i),
+			Content: fmt.Sprintf("At the shelter I saw a kitten but did not adopt it, on visit number %d of many.", i),
+			Time:    at.Add(-14*day + time.Duration(i)*time.Hour)}})
+	}
+	// Each answer in a session of its own, so that no session's evidence or diversity tells them
+	// apart: only their time does.
+	for _, a := range []struct {
+		id, name string
+		ago      time.Duration
+	}{{"inside", "Miso", 14 * day}, {"edge", "Tofu", 19 * day}, {"outside", "Natto", 60 * day}} {
+		e.seed(t, "pets-"+a.id, "alice", []client.Turn{{ID: a.id, Content: "I adopted a kitten named " + a.name + " from the shelter.", Time: at.Add(-a.ago)}})
+	}
+	reply, err := e.cl.Retrieve(context.Background(), events.RetrieveRequest{Query: "Which kitten did I adopt from the shelter two weeks ago?", User: "alice", At: &at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rank := map[string]int{}
+	for i, en := range reply.Entries {
+		rank[en.ID] = i + 1
+	}
+	for _, id := range []string{"inside", "edge", "outside"} {
+		if r, ok := rank[id]; !ok || r > 10 {
+			t.Errorf("%s is not in the top ten: %v", id, top(reply))
+		}
+	}
+	if !(rank["inside"] < rank["edge"] && rank["edge"] < rank["outside"]) {
+		t.Errorf("ranks inside %d, edge %d, outside %d: want inside, then the edge, then outside", rank["inside"], rank["edge"], rank["outside"])
 	}
 }

@@ -270,6 +270,9 @@ type Scores struct {
 	// Relevance, an extension, is present when the relevance the score uses differs from the
 	// keyword relevance (the archive discounts further turns of a session already ranked).
 	Relevance float64 `json:"relevance,omitempty"`
+	// Period, an extension, is the factor by which a question about a period ("two weeks
+	// ago") raised the entry's score; absent when it did not.
+	Period float64 `json:"period,omitempty"`
 }
 
 // RetrievedEntry is one entry of a retrieve reply.

@@ -74,10 +74,10 @@ bench: ## Go benchmarks: token counting, search, ingest end to end next to raw J
 
 # The dev sets are not in the repository: docs/eval.md says where to get them (LongMemEval_S and
 # MADial-Bench, both MIT-licensed) and how to lay them out in $(EVAL_DATA).
-EVAL_ARGS ?= --ablation --embed local
+EVAL_ARGS ?= --ablation --embed local --misses eval-misses.md
 EVAL_DATA ?= eval-data
 
-eval: ## retrieval recall on the dev sets in $(EVAL_DATA) (LongMemEval_S, MADial-Bench; docs/eval.md) beside BM25, as an ablation table: keywords with each ranking technique on and off, the local embedder's vectors alone and fused (about 10 minutes); EVAL_ARGS="--n 20" for a quick look at the default configuration
+eval: ## retrieval recall on the dev sets in $(EVAL_DATA) (LongMemEval_S, MADial-Bench; docs/eval.md) beside BM25, as an ablation table: keywords with each ranking technique on and off, the local embedder's vectors alone and fused (about 10 minutes), and the miss report eval-misses.md (every question missed at 10, the rank of each answer and the techniques that moved it); EVAL_ARGS="--n 20" for a quick look at the default configuration
 	@test -d "$(EVAL_DATA)/longmemeval" -o -d "$(EVAL_DATA)/madial_bench" || { echo "make eval: no dev sets in $(EVAL_DATA) (want longmemeval/ and madial_bench/). They are not in the repository: docs/eval.md says where to get them (LongMemEval_S, MADial-Bench; MIT) and how to lay them out; then make eval EVAL_DATA=/path/to/them"; exit 2; }
 	$(GO) run ./cmd/memeval --data $(EVAL_DATA) $(EVAL_ARGS)
 

@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -61,6 +62,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	settle := fs.Duration("settle", 2*time.Second, "extra wait after the turns stream's consumers drained (negative: none)")
 	maxErrors := fs.Int("max-errors", 0, "fail when more retrieve requests than this fail")
 	outPath := fs.String("out", "", "write one JSON line per question (gold, ranked ids, metrics, latency) to this file")
+	missesPath := fs.String("misses", "", "write the miss report to this file (markdown): for every question the default ranking misses at 10, the rank of each answer, and with --ablation the configurations that moved it")
 	natsURL := fs.String("nats", "", "NATS URL of a running agentmem service (default: start one in-process)")
 	creds := fs.String("creds", "", "NATS credentials file (with --nats)")
 	natsUser := fs.String("nats-user", "", "NATS user name (with --nats)")
@@ -72,6 +74,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	embedFlags := settings.BindEmbed(fs)
 	rankBy := fs.String("rank", retrieve.RankFused, "what the in-process retriever ranks by: fused (keyword and vector relevance), keyword or vector")
 	vectorWeight := fs.Float64("vector-weight", 0, "weight of vector relevance in the fusion (0: the retriever's default)")
+	tuningJSON := fs.String("tuning", "", `the in-process retriever's tuning as JSON over the defaults, e.g. {"Rank":{"Diversity":0.85},"PeriodWeight":0.6} (eval.Tuning, rank.Config: field names as in Go; -1 switches a component off); with --ablation, every row starts from it`)
 	ablation := fs.Bool("ablation", false, "run the sets under: keywords with the default ranking and with each ranking technique switched; the --embed embedder ranking by vectors alone; fused; then print one table")
 	logf := settings.BindLog(fs)
 	if err := settings.Parse(fs, args); err != nil {
@@ -129,7 +132,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer pprof.StopCPUProfile()
 	}
 
-	svc := service{embedder: emb, fusion: fusion, logf: logf, stderr: stderr, level: *serviceLog}
+	var base eval.Tuning
+	if *tuningJSON != "" {
+		dec := json.NewDecoder(strings.NewReader(*tuningJSON))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&base); err != nil {
+			return fmt.Errorf("--tuning: %w", err)
+		}
+		if err := base.Rank.Validate(); err != nil {
+			return fmt.Errorf("--tuning: %w", err)
+		}
+	}
+	svc := service{embedder: emb, fusion: fusion, logf: logf, stderr: stderr, level: *serviceLog, tuning: base}
 	if *natsURL != "" {
 		conn := settings.Conn{URL: *natsURL, Creds: *creds, User: *natsUser, Password: *natsPassword}
 		svc.conn = &conn
@@ -144,19 +158,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		details = f
 	}
 	start := time.Now()
+	var rows []eval.AblationRow
 	if !*ablation {
-		if _, err := svc.eval(ctx, cfg, stdout, details, log); err != nil {
+		rep, err := svc.eval(ctx, cfg, stdout, details, log)
+		if err != nil {
 			return err
 		}
+		rows = append(rows, eval.AblationRow{Embedder: "none", Ranking: "defaults", Report: rep})
 	} else {
 		name := "none"
 		if emb != nil {
 			name = emb.Name()
 		}
-		var rows []eval.AblationRow
 		// Keywords alone under the default ranking and each technique switched; then the
 		// embedder's vectors alone and fused with the default ranking.
-		labels, configs := eval.Ablation(eval.Techniques)
+		labels, configs := eval.Ablation(eval.Techniques, base)
 		type conf struct {
 			emb           retrieve.Embedder
 			name, rank    string
@@ -184,11 +200,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "#### ablation (overall)\n\n")
 		eval.PrintAblation(stdout, rows)
 	}
+	if *missesPath != "" {
+		if err := writeMisses(*missesPath, rows); err != nil {
+			return err
+		}
+	}
 	log.Info().Msgf("done in %s", time.Since(start).Round(time.Millisecond))
 	if f, ok := details.(*os.File); ok {
 		return f.Sync()
 	}
 	return nil
+}
+
+// writeMisses writes the miss report of rows (the defaults first) to path.
+func writeMisses(path string, rows []eval.AblationRow) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := eval.WriteMisses(f, rows); err != nil {
+		f.Close()
+		return fmt.Errorf("writing the miss report: %w", err)
+	}
+	return f.Close()
 }
 
 // setFiles are the files each set reads under --data.
@@ -248,9 +282,10 @@ func (s service) eval(ctx context.Context, cfg eval.Config, stdout, details io.W
 		// A throwaway directory removed at the end: nothing to keep through a power cut, so the
 		// evaluation does not pay a disk sync per write.
 		d, err := daemon.Start(ctx, daemon.Config{
-			Broker:   broker.Config{Listen: "127.0.0.1:-1", DataDir: dir, Durability: broker.DurabilityInterval},
-			Ingest:   ingest.Config{IdleTimeout: -1},
-			Retrieve: retrieve.Config{Embedder: s.embedder, Fusion: s.fusion, Rank: s.tuning.Rank, IgnorePeriods: s.tuning.IgnorePeriods},
+			Broker: broker.Config{Listen: "127.0.0.1:-1", DataDir: dir, Durability: broker.DurabilityInterval},
+			Ingest: ingest.Config{IdleTimeout: -1},
+			Retrieve: retrieve.Config{Embedder: s.embedder, Fusion: s.fusion, Rank: s.tuning.Rank, IgnorePeriods: s.tuning.IgnorePeriods,
+				PeriodWeight: s.tuning.PeriodWeight},
 		}, svcLog)
 		if err != nil {
 			return eval.Report{}, fmt.Errorf("starting the in-process service: %w", err)

@@ -17,11 +17,13 @@ type AblationRow struct {
 	Report                  Report
 }
 
-// Tuning is what an ablation switches in the retriever: the keyword ranking's configuration and
-// whether a question about a period counts what was said in it as fresh (internal/when).
+// Tuning is what an ablation switches in the retriever: the keyword ranking's configuration,
+// whether a question about a period raises what was said in it (internal/when) and how much
+// (retrieve.Config.PeriodWeight; 0 is the default).
 type Tuning struct {
 	Rank          rank.Config
 	IgnorePeriods bool
+	PeriodWeight  float64
 }
 
 // Technique is a ranking technique an ablation switches: Switch turns it off when it is on by
@@ -58,12 +60,12 @@ var Techniques = []Technique{
 	{"question periods", true, func(t *Tuning) { t.IgnorePeriods = true }},
 }
 
-// Ablation returns the tunings of an ablation over techniques: the defaults first, then each
-// technique switched, labelled.
-func Ablation(techniques []Technique) (labels []string, configs []Tuning) {
-	labels, configs = append(labels, "defaults"), append(configs, Tuning{})
+// Ablation returns the tunings of an ablation over techniques: base (the defaults, unless a
+// run changes them) first, then each technique switched in it, labelled.
+func Ablation(techniques []Technique, base Tuning) (labels []string, configs []Tuning) {
+	labels, configs = append(labels, "defaults"), append(configs, base)
 	for _, t := range techniques {
-		var c Tuning
+		c := base
 		t.Switch(&c)
 		labels, configs = append(labels, t.Label()), append(configs, c)
 	}

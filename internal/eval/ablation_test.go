@@ -14,7 +14,7 @@ func TestAblationSwitchesEachTechnique(t *testing.T) {
 		{"session diversity", true, func(t *Tuning) { t.Rank.Diversity = rank.Off }},
 		{"query recency 0.9", false, func(t *Tuning) { t.Rank.QueryRecency = 0.9 }},
 	}
-	labels, configs := Ablation(techniques)
+	labels, configs := Ablation(techniques, Tuning{})
 	if want := []string{"defaults", "- session diversity", "+ query recency 0.9"}; !reflect.DeepEqual(labels, want) {
 		t.Errorf("labels %q, want %q", labels, want)
 	}
@@ -23,7 +23,7 @@ func TestAblationSwitchesEachTechnique(t *testing.T) {
 		t.Errorf("configs %+v, want %+v", configs, want)
 	}
 	// Every technique memeval switches gives a valid configuration other than the defaults.
-	labels, configs = Ablation(Techniques)
+	labels, configs = Ablation(Techniques, Tuning{})
 	seen := map[string]bool{}
 	for i, c := range configs[1:] {
 		if err := c.Rank.Validate(); err != nil {

@@ -175,6 +175,8 @@ type SetReport struct {
 	// Means holds, per group (question type, user, Overall), the mean of every metric.
 	Means   map[string]map[string]Mean `json:"means"`
 	Latency Latency                    `json:"latency"`
+	// Questions are the questions' results, for the miss report (WriteMisses).
+	Questions []QuestionResult `json:"-"`
 }
 
 // Mean returns the mean of metric in group.
@@ -297,6 +299,7 @@ func (r *Runner) ask(ctx context.Context, set *Set, dw *detailWriter) SetReport 
 	}
 	var mu sync.Mutex
 	errCount, firstErr := 0, ""
+	var results []QuestionResult
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range r.cfg.Concurrency {
@@ -321,6 +324,13 @@ func (r *Runner) ask(ctx context.Context, set *Set, dw *detailWriter) SetReport 
 				}
 				metrics := q.Score(ranked)
 				acc.add(metrics, q.Group, Overall)
+				res := QuestionResult{ID: q.ID, Group: q.Group, Query: q.Request.Query, Metrics: metrics, Ranks: map[string]int{}}
+				for _, a := range q.Answers {
+					res.Ranks[a.Label], res.Order = a.Rank(ranked), append(res.Order, a.Label)
+				}
+				mu.Lock()
+				results = append(results, res)
+				mu.Unlock()
 				rec := map[string]any{"set": set.Name, "id": q.ID, "group": q.Group, "user": q.Request.User,
 					"query": q.Request.Query, "at": q.Request.At, "ranked": ranked, "metrics": metrics,
 					"latency_ms": float64(rtt) / float64(time.Millisecond)}
@@ -345,8 +355,9 @@ func (r *Runner) ask(ctx context.Context, set *Set, dw *detailWriter) SetReport 
 	}
 	close(next)
 	wg.Wait()
+	slices.SortFunc(results, func(a, b QuestionResult) int { return strings.Compare(a.ID, b.ID) })
 	return SetReport{Name: set.Name, Queries: len(set.Queries), Errors: errCount, FirstError: firstErr,
-		Means: acc.result(), Latency: lat.summary()}
+		Means: acc.result(), Latency: lat.summary(), Questions: results}
 }
 
 // detailWriter writes one JSON object per line; safe for concurrent use, a no-op without a

@@ -355,7 +355,20 @@ func (q *LMEQuestion) Query() Query {
 		IsTurn: q.IsTurn, Score: q.Score,
 		Detail: map[string]any{"question_type": q.Item.QuestionType, "gold_sessions": q.GoldSessions,
 			"gold_turns": q.GoldTurns, "at_raised": q.AtRaised},
+		Answers: q.answers(),
 	}
+}
+
+// answers are the question's answer sessions, then its answer turns.
+func (q *LMEQuestion) answers() []Answer {
+	var out []Answer
+	for _, s := range q.GoldSessions {
+		out = append(out, sessionAnswer(s, q.SessionOf))
+	}
+	for _, t := range q.GoldTurns {
+		out = append(out, turnAnswer("turn", t))
+	}
+	return out
 }
 
 // lmeBaseline is BM25 over every haystack turn in the units memeval reports

@@ -344,7 +344,8 @@ func MADialSet(dir, lang string) (set *Set, notes []string, err error) {
 			Request: events.RetrieveRequest{Query: text, User: user, Limit: &limit,
 				Sources: []string{events.SourceArchive, events.SourceLong}, At: &qat},
 			IsTurn: isMemory, Score: madialScore(gold),
-			Detail: map[string]any{"gold": gold},
+			Detail:  map[string]any{"gold": gold},
+			Answers: memoryAnswers(gold),
 		})
 	}
 	notes = append(notes, fmt.Sprintf("%d memories of %d user(s), %d dialogues to ask at %s",
@@ -363,6 +364,15 @@ func MADialSet(dir, lang string) (set *Set, notes []string, err error) {
 }
 
 // madialScore computes R@k for every k of MADialKs and hit@5, hit@10.
+// memoryAnswers are a dialogue's gold memories.
+func memoryAnswers(gold []string) []Answer {
+	var out []Answer
+	for _, g := range gold {
+		out = append(out, turnAnswer("memory", g))
+	}
+	return out
+}
+
 func madialScore(gold []string) func(ranked []string) map[string]float64 {
 	return func(ranked []string) map[string]float64 {
 		m := map[string]float64{}

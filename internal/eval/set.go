@@ -30,6 +30,9 @@ type Query struct {
 	Score func(ranked []string) map[string]float64
 	// Detail is written to the per-question output next to the ranking (gold ids, at, …).
 	Detail map[string]any
+	// Answers are what the question's ranking should hold near its top, for the miss report
+	// (WriteMisses).
+	Answers []Answer
 }
 
 // Column is one column of a set's table: the mean of Metric, or with Count the number of

@@ -121,8 +121,8 @@ type outcome struct {
 	unretrieved    int // sampled acknowledged turns that retrieve did not return exactly once
 	sampled        int
 	// A replay of the turns stream into separate buckets, compared with the live memory:
-	replayDiffers int // sessions and users whose entries, summaries or facts (ids, contents) differ
-	replayDetail  int // sessions and users that differ only in counters or fact provenance
+	replayDiffers int // sessions and users whose entries, summaries or facts (ids, contents, liveness) differ
+	replayDetail  int // sessions and users that differ only in counters, or facts' valid_from or provenance
 	replayErr     error
 	facts         int
 	summaries     int
@@ -566,6 +566,8 @@ func run(t *testing.T, cfg config) outcome {
 		h.checkStream(&out, lost)
 	}
 	cycles := time.Since(began)
+	// The syncs of the cycles: clients publishing, memoryd applying, compressing, extracting.
+	out.syncs = h.fs.Syncs()
 	h.settle()
 	settled := time.Since(began)
 	h.ledger.mu.Lock()
@@ -573,7 +575,6 @@ func run(t *testing.T, cfg config) outcome {
 	h.ledger.mu.Unlock()
 	h.checkMemory(&out)
 	t.Logf("%d cuts in %v, caught up after %v, checked after %v", cfg.cuts, cycles.Round(time.Millisecond), settled.Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
-	out.syncs = h.fs.Syncs()
 	out.startup = h.startup
 	return out
 }
@@ -777,7 +778,7 @@ func (h *harness) checkMemory(out *outcome) {
 			h.t.Logf("user %s: live facts and summaries differ from the replay's (- live, + replay):\n%s", u, diff(want, got))
 		} else if got, want := describeLT(r, true), describeLT(a, true); got != want {
 			out.replayDetail++
-			h.t.Logf("user %s: live fact provenance differs from the replay's (- live, + replay):\n%s", u, diff(want, got))
+			h.t.Logf("user %s: live facts' valid_from or provenance differ from the replay's (- live, + replay):\n%s", u, diff(want, got))
 		}
 	}
 }
@@ -835,16 +836,16 @@ func describeHeader(st *session.State) string {
 		hd.User, hd.Turns, hd.Rejected, hd.Pressures, hd.Summaries, hd.Tokens, hd.Kept, hd.Pending, hd.Ended)
 }
 
-// describeLT renders a user's facts (with their provenance when provenance is set) and
-// summaries.
-func describeLT(r longterm.UserRecords, provenance bool) string {
+// describeLT renders a user's facts (with their validity and provenance when details is set)
+// and summaries.
+func describeLT(r longterm.UserRecords, details bool) string {
 	var lines []string
 	for _, f := range r.Facts {
-		line := fmt.Sprintf("fact %s %q %s key=%s live=%t", f.ID, f.Content, f.ValidFrom.Format(time.RFC3339), f.Key, f.Live())
-		if provenance {
+		line := fmt.Sprintf("fact %s %q key=%s live=%t", f.ID, f.Content, f.Key, f.Live())
+		if details {
 			prov := slices.Clone(f.Provenance)
 			slices.Sort(prov)
-			line += fmt.Sprint(" ", prov)
+			line += fmt.Sprint(" valid_from=", f.ValidFrom.Format(time.RFC3339), " ", prov)
 		}
 		lines = append(lines, line)
 	}
@@ -964,21 +965,58 @@ func (p *clientPub) send(ctx context.Context, ts []turn) error {
 
 func (p *clientPub) close() { p.nc.Close() }
 
-var blockFile = regexp.MustCompile(`/[0-9]+\.(blk|idx|key)$`)
+var (
+	blockFile  = regexp.MustCompile(`/[0-9]+\.(blk|idx|key)$`)
+	streamPath = regexp.MustCompile(`^data/jetstream/\$G/streams/([^/]+)(?:/(msgs|obs)(?:/|$))?`)
+)
 
-// syncReport summarises the syncs of a run: per file kind (block numbers folded), most first.
+// syncReport summarises the syncs of a run: per stream, the syncs of its message blocks, of
+// its consumers' state (each state write is an fsync of o.dat.tmp and one of its directory
+// after the rename) and of the rest (meta.inf, index.db, the stream's directory); then the
+// files synced most (block numbers folded).
 func syncReport(syncs map[string]lazyfs.Syncs, acked int) string {
+	type row struct{ blocks, consumers, other int }
+	streams := map[string]*row{}
 	folded := map[string]lazyfs.Syncs{}
 	total := 0
 	for p, s := range syncs {
+		total += s.Total()
+		name, kind := "(other)", ""
+		if m := streamPath.FindStringSubmatch(p); m != nil {
+			name, kind = m[1], m[2]
+		}
+		r := streams[name]
+		if r == nil {
+			r = &row{}
+			streams[name] = r
+		}
+		switch kind {
+		case "msgs":
+			r.blocks += s.Total()
+		case "obs":
+			r.consumers += s.Total()
+		default:
+			r.other += s.Total()
+		}
 		p = blockFile.ReplaceAllString(p, "/N.$1")
-		p = strings.TrimPrefix(p, "data/jetstream/")
+		p = strings.TrimPrefix(p, "data/jetstream/$G/streams/")
 		f := folded[p]
 		f.Fsync += s.Fsync
 		f.Fdatasync += s.Fdatasync
 		f.Dir += s.Dir
 		folded[p] = f
-		total += s.Total()
+	}
+	names := make([]string, 0, len(streams))
+	for n := range streams {
+		names = append(names, n)
+	}
+	sum := func(r *row) int { return r.blocks + r.consumers + r.other }
+	sort.Slice(names, func(i, j int) bool { return sum(streams[names[i]]) > sum(streams[names[j]]) })
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d syncs while %d turns were acknowledged (%.2f per turn). Per stream: blocks, consumer state, other:\n", total, acked, float64(total)/float64(max(acked, 1)))
+	for _, n := range names {
+		r := streams[n]
+		fmt.Fprintf(&b, "  %6d %6d %6d  %s\n", r.blocks, r.consumers, r.other, n)
 	}
 	paths := make([]string, 0, len(folded))
 	for p := range folded {
@@ -991,15 +1029,14 @@ func syncReport(syncs map[string]lazyfs.Syncs, acked int) string {
 		}
 		return paths[i] < paths[j]
 	})
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d syncs for %d acknowledged turns (%.2f per turn); by file (fsync/fdatasync/directory):\n", total, acked, float64(total)/float64(max(acked, 1)))
+	fmt.Fprintf(&b, "The files synced most (fsync, fdatasync, directory fsync):\n")
 	for i, p := range paths {
-		if i == 40 {
-			fmt.Fprintf(&b, "  … %d more files\n", len(paths)-40)
+		if i == 15 {
+			fmt.Fprintf(&b, "  … %d more files\n", len(paths)-15)
 			break
 		}
 		s := folded[p]
-		fmt.Fprintf(&b, "  %6d  %5d/%5d/%5d  %s\n", s.Total(), s.Fsync, s.Fdatasync, s.Dir, p)
+		fmt.Fprintf(&b, "  %6d %6d %6d  %s\n", s.Fsync, s.Fdatasync, s.Dir, p)
 	}
 	return b.String()
 }

@@ -1,6 +1,7 @@
 package powercut
 
 import (
+	"os"
 	"testing"
 
 	"github.com/agentmem/agentmem/internal/lazyfs"
@@ -30,16 +31,21 @@ func TestPowerCut(t *testing.T) {
 
 func report(t *testing.T, out outcome) {
 	t.Helper()
-	t.Logf("%d acknowledged, %d lost (at %d cuts), %d stored twice; after catching up: %d stored turns in no short-term entry, %d in two, %d short-term turns the stream lacks, %d of %d sampled turns not retrieved once; against a replay: %d sessions and users with other entries, summaries or facts, %d with other counters or fact provenance only (replay error: %v); %d facts, %d summaries in the long-term store; memoryd ready in %v after each start",
+	t.Logf("%d acknowledged, %d lost (at %d cuts), %d stored twice; after catching up: %d stored turns in no short-term entry, %d in two, %d short-term turns the stream lacks, %d of %d sampled turns not retrieved once; against a replay: %d sessions and users with other entries, summaries or facts, %d with other counters or facts' valid_from or provenance only (replay error: %v); %d facts, %d summaries in the long-term store; memoryd ready in %v after each start",
 		out.acked, out.lost, out.cutsLosing, out.duplicated, out.shortMissing, out.shortDuplicate, out.shortPhantom, out.unretrieved, out.sampled, out.replayDiffers, out.replayDetail, out.replayErr, out.facts, out.summaries, out.startup)
 	t.Log(syncReport(out.syncs, out.acked))
 }
 
-// assertNothingLost fails the test unless every check of the run passed. Counters and fact
-// provenance that differ from the replay are logged, not failed: a kill -9 alone makes them
-// differ today (the derived state is not yet rewound and replayed after an unclean stop).
+// assertNothingLost fails the test unless every check of the run passed. Session counters and
+// facts' valid_from and provenance that differ from the replay are logged, not failed: a
+// kill -9 alone makes them differ today, since derived state is not yet rewound to a synced
+// checkpoint and replayed after an unclean stop (DESIGN.md, invariant 1).
+// POWERCUT_EXACT_REPLAY=1 fails on them too.
 func assertNothingLost(t *testing.T, out outcome) {
 	t.Helper()
+	if os.Getenv("POWERCUT_EXACT_REPLAY") != "" && out.replayDetail > 0 {
+		t.Errorf("replay: %d sessions and users differ from the live memory in counters, or facts' valid_from or provenance (POWERCUT_EXACT_REPLAY)", out.replayDetail)
+	}
 	if out.lost > 0 || out.duplicated > 0 {
 		t.Errorf("%d acknowledged turns lost, %d stored twice; want none", out.lost, out.duplicated)
 	}

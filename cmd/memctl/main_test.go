@@ -306,3 +306,40 @@ func TestPublishStoredNotApplied(t *testing.T) {
 		})
 	}
 }
+
+// search shows which fact holds now under a turn that stated what has since changed.
+func TestSearchShowsAChangedStatement(t *testing.T) {
+	url := startMemoryd(t)
+	ctx := context.Background()
+	base := []string{"--nats", url, "--tenant", "acme"}
+	var out bytes.Buffer
+	for i, text := range []string{"I live in Paris.", "I moved from Paris to Lisbon."} {
+		sess := fmt.Sprintf("s%d", i+1)
+		if err := run(ctx, append([]string{"publish", "--session", sess, "--user", "alice", "--wait", "--wait-timeout", "20s", text}, base...), &out); err != nil {
+			t.Fatalf("publish: %v (%s)", err, out.String())
+		}
+		if err := run(ctx, append([]string{"end", "--session", sess, "--user", "alice"}, base...), &out); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"Paris", "Lisbon"}[i]
+		brokertest.CheckFor(t, 20*time.Second, 50*time.Millisecond, func() error {
+			out.Reset()
+			if err := run(ctx, append([]string{"facts", "--user", "alice"}, base...), &out); err != nil {
+				return err
+			}
+			if !strings.Contains(out.String(), want) {
+				return fmt.Errorf("no fact with %s yet: %s", want, out.String())
+			}
+			return nil
+		})
+	}
+	out.Reset()
+	if err := run(ctx, append([]string{"search", "--user", "alice", "where do I live?"}, base...), &out); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	i := strings.Index(got, "I live in Paris.")
+	if i < 0 || !strings.Contains(got[i:], "since changed: fact_") {
+		t.Errorf("search does not say that the Paris turn has since changed:\n%s", got)
+	}
+}

@@ -86,8 +86,15 @@ func retrieveCommand(out io.Writer, name, help string, contextFirst bool) *ffcli
 					if e.Scores.Relevance != 0 {
 						rel = fmt.Sprintf(" relevance=%.3f", e.Scores.Relevance)
 					}
+					if e.Scores.Period != 0 {
+						rel += fmt.Sprintf(" period=%.2f", e.Scores.Period)
+					}
 					fmt.Fprintf(w, "    keyword=%.3f%s%s decay=%.3f weight=%.1f\n", e.Scores.Keyword, vec, rel, e.Scores.Decay, e.Scores.Weight)
 					fmt.Fprintf(w, "    %s\n", shorten(e.Content, 200))
+					if by, ok := e.Metadata["superseded_by"].(string); ok && e.Type != "FACT" {
+						// A turn that stated what has since changed (docs/facts.md).
+						fmt.Fprintf(w, "    since changed: %s holds now\n", by)
+					}
 				}
 				if showContext && reply.Context != "" {
 					if len(reply.Entries) > 0 {

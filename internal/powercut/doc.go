@@ -11,6 +11,13 @@
 //
 // The same run with --durability interval loses acknowledged turns, and the test says how many:
 // the harness can fail. `go test ./internal/powercut` makes a few cuts (it skips, saying why,
-// where FUSE cannot be mounted); `make chaos` (build tag chaos) makes 20 with each durability
-// mode and asserts that interval loses turns. Both log how many syncs each file received.
+// where FUSE cannot be mounted); `make chaos` (build tag chaos) makes 20 with sync, cuts with
+// interval (asserting that they lose turns), kill -9 alone, and cuts on a filesystem that makes
+// a name durable only when its directory is fsynced. Every run logs the syncs per stream and
+// file (lazyfs counts them).
+//
+// The filesystem model of the asserted runs is a journaling filesystem's (lazyfs.AnySync: a
+// directory change is durable with the next fsync of anything). Session counters and facts'
+// valid_from and provenance that differ from the replay are logged, not failed, unless
+// POWERCUT_EXACT_REPLAY=1; POWERCUT_LOGS=DIR keeps each run's memoryd log in DIR.
 package powercut

@@ -2,8 +2,10 @@ package powercut
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -40,8 +42,9 @@ const (
 	// so that sessions are compressed, and facts extracted from what is compressed away, while
 	// the run goes on.
 	contextWindow = 4300
-	// minAcked is how many turns the clients have acknowledged in a cycle before its cut may come.
-	minAcked = 20
+	// catchUp bounds the wait, after the last cut, for memoryd to apply, compress and extract
+	// everything: a message in flight at a kill is redelivered after its consumer's AckWait.
+	catchUp = 3 * time.Minute
 )
 
 var (
@@ -103,6 +106,12 @@ type config struct {
 	cuts       int
 	seed       uint64
 	killOnly   bool // kill -9 memoryd without cutting the power
+	// publishFor, with no cuts, is how long the clients publish to a memoryd that is never
+	// stopped: the baseline.
+	publishFor time.Duration
+	// minAcked is how many turns the clients have had acknowledged in a cycle before its cut
+	// may come (default 20).
+	minAcked int
 	// syncedStart makes everything durable once memoryd first started (lazyfs.FS.Sync), as if
 	// the box had run a while: the cuts then find the streams' files and directories on disk.
 	syncedStart bool
@@ -181,7 +190,8 @@ var facts = []string{
 	"My favourite programming language is Rust.",
 }
 
-// generator makes a client's turns: two sessions, three users shared by all clients.
+// generator makes a client's turns: four sessions (so that no session gets more than a quarter
+// of a client's turns), three users shared by all clients.
 type generator struct {
 	client string
 	index  int
@@ -194,14 +204,16 @@ func letters(n int) string {
 	return strings.Map(func(r rune) rune { return 'a' + (r - '0') }, fmt.Sprint(n))
 }
 
-func (g *generator) sessions() []string { return []string{g.client + "-a", g.client + "-b"} }
+func (g *generator) sessions() []string {
+	return []string{g.client + "-a", g.client + "-b", g.client + "-c", g.client + "-d"}
+}
 
-func (g *generator) user(s int) string { return fmt.Sprintf("u%d", (g.index*2+s)%3) }
+func (g *generator) user(s int) string { return fmt.Sprintf("u%d", (g.index*4+s)%3) }
 
 func (g *generator) next() turn {
 	n := g.n
 	g.n++
-	s := n % 2
+	s := n % len(g.sessions())
 	t := turn{
 		session: g.sessions()[s], user: g.user(s), id: fmt.Sprintf("%s-%05d", g.client, n),
 		role: "user", at: g.base.Add(time.Duration(n) * time.Second),
@@ -273,6 +285,13 @@ func newHarness(t *testing.T, cfg config) *harness {
 			t.Error(err)
 		}
 		logf.Close()
+		if keep := os.Getenv("POWERCUT_LOGS"); keep != "" {
+			// memoryd's whole log, kept past the test's temporary directory.
+			name := strings.NewReplacer("/", "_").Replace(t.Name()) + time.Now().Format("-150405") + ".memoryd.log"
+			if b, err := os.ReadFile(logf.Name()); err == nil {
+				_ = os.WriteFile(filepath.Join(keep, name), b, 0o644)
+			}
+		}
 	})
 	return h
 }
@@ -422,6 +441,7 @@ func (h *harness) cycle() {
 	}
 	// The cut comes at a random moment once the clients have had minAcked turns acknowledged.
 	deadline := time.After(60 * time.Second)
+	minAcked := cmp.Or(h.cfg.minAcked, 20)
 	for h.ledger.ackedN() < minAcked {
 		select {
 		case err := <-errs:
@@ -453,6 +473,29 @@ func (h *harness) cycle() {
 	}
 	h.kills++
 	h.start()
+}
+
+// publish runs the clients for d with no fault.
+func (h *harness) publish(d time.Duration) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(h.names))
+	for _, name := range h.names {
+		p := h.publisher(name)
+		wg.Go(func() {
+			defer p.close()
+			if err := h.drive(ctx, name, p, false); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				errs <- fmt.Errorf("%s: %w", name, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		h.t.Errorf("with no fault: %v", err)
+	}
 }
 
 // storedTurns reads the turns of the tenant in the turns stream: how often each is stored.
@@ -565,6 +608,9 @@ func run(t *testing.T, cfg config) outcome {
 		h.cycle()
 		h.checkStream(&out, lost)
 	}
+	if cfg.cuts == 0 {
+		h.publish(cfg.publishFor)
+	}
 	cycles := time.Since(began)
 	// The syncs of the cycles: clients publishing, memoryd applying, compressing, extracting.
 	out.syncs = h.fs.Syncs()
@@ -583,7 +629,7 @@ func run(t *testing.T, cfg config) outcome {
 // applied, compressed and extracted everything.
 func (h *harness) settle() {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), catchUp)
 	defer cancel()
 	for _, name := range h.names {
 		p := h.publisher(name)
@@ -637,10 +683,62 @@ func (h *harness) settle() {
 	for err := quiet(); err != nil; err = quiet() {
 		select {
 		case <-ctx.Done():
-			h.t.Fatalf("memoryd did not catch up within 120s: %v\n%s", err, h.logTail())
+			h.t.Fatalf("memoryd did not catch up within %v: %v\n%s\nmemoryd's log ends:\n%s", catchUp, err, h.pressures(js, store), h.logTail())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// pressures describes, for every session still waiting for a summary, its pressure events and
+// whether the summaries they name exist in the long-term store: what a stalled catch-up waits
+// for.
+func (h *harness) pressures(js jetstream.JetStream, store *session.Store) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	lt, err := longterm.Open(ctx, js, events.DefaultTopology())
+	if err != nil {
+		return err.Error()
+	}
+	ps, err := js.Stream(ctx, events.DefaultTopology().PressureStream())
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, name := range h.names {
+		for _, s := range h.gens[name].sessions() {
+			hd, _, err := store.Header(ctx, session.Key{Tenant: tenant, Session: s})
+			if err != nil || hd.AwaitingSince.IsZero() {
+				continue
+			}
+			fmt.Fprintf(&b, "session %s waits since %s for %s (pressures %d, summaries %d):\n", s, hd.AwaitingSince.Format(time.RFC3339), hd.SummaryID, hd.Pressures, hd.Summaries)
+			info, err := ps.Info(ctx)
+			if err != nil {
+				return err.Error()
+			}
+			for seq := info.State.FirstSeq; seq <= info.State.LastSeq && info.State.Msgs > 0; seq++ {
+				m, err := ps.GetMsg(ctx, seq)
+				if err != nil || !strings.HasSuffix(m.Subject, "."+tenant+"."+s) {
+					continue
+				}
+				var p events.Pressure
+				if err := json.Unmarshal(m.Data, &p); err != nil {
+					continue
+				}
+				has := func(id string) string {
+					if _, err := lt.Summary(ctx, tenant, p.User, id); err != nil {
+						return "missing"
+					}
+					return "stored"
+				}
+				prev := "none"
+				if len(p.EntryIDs) > 0 && strings.HasPrefix(p.EntryIDs[0], "sum_") {
+					prev = p.EntryIDs[0] + " " + has(p.EntryIDs[0])
+				}
+				fmt.Fprintf(&b, "  seq %d: pressure %d asks for %s (%s), previous %s, turns seq %d-%d\n", seq, p.Number, p.SummaryID, has(p.SummaryID), prev, p.FirstSeq, p.LastSeq)
+			}
+		}
+	}
+	return b.String()
 }
 
 // checkMemory checks short-term memory, retrieval and the long-term store against the turns
@@ -967,15 +1065,17 @@ func (p *clientPub) close() { p.nc.Close() }
 
 var (
 	blockFile  = regexp.MustCompile(`/[0-9]+\.(blk|idx|key)$`)
-	streamPath = regexp.MustCompile(`^data/jetstream/\$G/streams/([^/]+)(?:/(msgs|obs)(?:/|$))?`)
+	batchDir   = regexp.MustCompile(`/batches/[^/]+`)
+	streamPath = regexp.MustCompile(`^data/jetstream/\$G/streams/([^/]+)(?:/(msgs|obs|batches)(?:/|$))?`)
 )
 
 // syncReport summarises the syncs of a run: per stream, the syncs of its message blocks, of
 // its consumers' state (each state write is an fsync of o.dat.tmp and one of its directory
-// after the rename) and of the rest (meta.inf, index.db, the stream's directory); then the
-// files synced most (block numbers folded).
+// after the rename), of the stores nats-server stages atomic batches in, and of the rest
+// (meta.inf, index.db, the stream's directory); then the files synced most (block numbers and
+// batch ids folded).
 func syncReport(syncs map[string]lazyfs.Syncs, acked int) string {
-	type row struct{ blocks, consumers, other int }
+	type row struct{ blocks, consumers, batches, other int }
 	streams := map[string]*row{}
 	folded := map[string]lazyfs.Syncs{}
 	total := 0
@@ -995,10 +1095,13 @@ func syncReport(syncs map[string]lazyfs.Syncs, acked int) string {
 			r.blocks += s.Total()
 		case "obs":
 			r.consumers += s.Total()
+		case "batches":
+			r.batches += s.Total()
 		default:
 			r.other += s.Total()
 		}
 		p = blockFile.ReplaceAllString(p, "/N.$1")
+		p = batchDir.ReplaceAllString(p, "/batches/*")
 		p = strings.TrimPrefix(p, "data/jetstream/$G/streams/")
 		f := folded[p]
 		f.Fsync += s.Fsync
@@ -1010,13 +1113,13 @@ func syncReport(syncs map[string]lazyfs.Syncs, acked int) string {
 	for n := range streams {
 		names = append(names, n)
 	}
-	sum := func(r *row) int { return r.blocks + r.consumers + r.other }
+	sum := func(r *row) int { return r.blocks + r.consumers + r.batches + r.other }
 	sort.Slice(names, func(i, j int) bool { return sum(streams[names[i]]) > sum(streams[names[j]]) })
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d syncs while %d turns were acknowledged (%.2f per turn). Per stream: blocks, consumer state, other:\n", total, acked, float64(total)/float64(max(acked, 1)))
+	fmt.Fprintf(&b, "%d syncs while %d turns were acknowledged (%.2f per turn). Per stream: blocks, consumer state, atomic batches, other:\n", total, acked, float64(total)/float64(max(acked, 1)))
 	for _, n := range names {
 		r := streams[n]
-		fmt.Fprintf(&b, "  %6d %6d %6d  %s\n", r.blocks, r.consumers, r.other, n)
+		fmt.Fprintf(&b, "  %6d %6d %6d %6d  %s\n", r.blocks, r.consumers, r.batches, r.other, n)
 	}
 	paths := make([]string, 0, len(folded))
 	for p := range folded {

@@ -18,7 +18,7 @@ func TestPowerCut(t *testing.T) {
 		t.Skip("builds memoryd and cuts its power a few times: not in -short")
 	}
 	t.Run("sync", func(t *testing.T) {
-		out := run(t, config{durability: "sync", entries: lazyfs.AnySync, cuts: 3, seed: 1})
+		out := run(t, config{durability: "sync", entries: lazyfs.AnySync, cuts: 3, seed: 1, minAcked: 100})
 		report(t, out)
 		assertNothingLost(t, out)
 	})

@@ -74,22 +74,74 @@ func Ablation(techniques []Technique, base Tuning) (labels []string, configs []T
 
 // ablationColumns are the overall metrics an ablation table shows, per set.
 var ablationColumns = []struct{ set, metric string }{
-	{SetLongMemEval, SAll5}, {SetLongMemEval, SAll10}, {SetLongMemEval, TAny5}, {SetLongMemEval, TAny10},
+	{SetLongMemEval, SAll5}, {SetLongMemEval, SAll10}, {SetLongMemEval, SAny5}, {SetLongMemEval, TAny5}, {SetLongMemEval, TAny10},
 	{SetMADialZH, "R@5"}, {SetMADialZH, "R@10"},
 	{SetMADialEN, "R@5"}, {SetMADialEN, "R@10"},
 }
 
+// Noise is the run-to-run noise of a recall metric of the dev sets: three runs of the same
+// configuration ranked every question alike (docs/retrieval.md), so any fall is a fall.
+const Noise = 0.0
+
+// Rule says what the rule for defaults makes of a row of an ablation whose first row is the
+// defaults: a technique is on by default only when no dev metric falls beyond Noise with it.
+// For a technique on by default (its row "- name", without it) that is: no metric of the row is
+// higher than the defaults'; for one off by default ("+ name") the row says whether it could be
+// on (no metric lower, one higher). Other rows (the defaults, an embedder) get "".
+func Rule(defaults, row AblationRow) string {
+	if row.Embedder != "none" || row.Ranking == "defaults" || row.Ranking == "" {
+		return ""
+	}
+	var higher, lower []string
+	for _, c := range ablationColumns {
+		d, okd := overall(defaults.Report, c.set, c.metric)
+		r, okr := overall(row.Report, c.set, c.metric)
+		if !okd || !okr {
+			continue
+		}
+		label := c.set + " " + c.metric
+		switch {
+		case r > d+Noise+1e-9:
+			higher = append(higher, label)
+		case r < d-Noise-1e-9:
+			lower = append(lower, label)
+		}
+	}
+	if strings.HasPrefix(row.Ranking, "- ") {
+		if len(higher) > 0 {
+			return "on: FAILS, lowers " + strings.Join(higher, ", ")
+		}
+		return "on: passes"
+	}
+	if len(lower) == 0 && len(higher) > 0 {
+		return "off: passes, could be on"
+	}
+	return "off"
+}
+
+// overall is the overall mean of metric on set in rep.
+func overall(rep Report, set, metric string) (float64, bool) {
+	for _, sr := range rep.Sets {
+		if sr.Name == set {
+			m, ok := sr.Means[Overall][metric]
+			return m.Value, ok
+		}
+	}
+	return 0, false
+}
+
 // PrintAblation prints one row per configuration with the overall recall of every set the rows
-// measured ("-" where a set was not run), and the MADial sets' retrieve latency (p50/p99 in ms:
+// measured ("-" where a set was not run), the MADial sets' retrieve latency (p50/p99 in ms:
 // their two users are loaded by their first question, so it is mostly warm; LongMemEval's is
-// not, each question being a new user).
+// not, each question being a new user) and what the rule for defaults makes of the row (Rule;
+// the first row is the defaults).
 func PrintAblation(out io.Writer, rows []AblationRow) {
 	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
 	headers := []string{"embedder", "rank", "ranking"}
 	for _, c := range ablationColumns {
 		headers = append(headers, c.set+" "+c.metric)
 	}
-	headers = append(headers, "zh p50/p99 ms", "en p50/p99 ms")
+	headers = append(headers, "zh p50/p99 ms", "en p50/p99 ms", "rule")
 	fmt.Fprintln(tw, strings.Join(headers, "\t"))
 	for _, r := range rows {
 		ranking := r.Ranking
@@ -109,6 +161,7 @@ func PrintAblation(out io.Writer, rows []AblationRow) {
 			row = append(row, v)
 		}
 		row = append(row, latencyCells(r.Report)...)
+		row = append(row, Rule(rows[0], r))
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
 	_ = tw.Flush()

@@ -52,3 +52,28 @@ func TestPrintAblationShowsRankingAndLatency(t *testing.T) {
 		}
 	}
 }
+
+// TestRule: a technique on by default fails the rule when a metric is higher without it; one
+// off by default could be on when no metric falls with it and one rises.
+func TestRule(t *testing.T) {
+	row := func(ranking string, sall10, tany10 float64) AblationRow {
+		return AblationRow{Embedder: "none", Rank: "keyword", Ranking: ranking, Report: Report{Sets: []SetReport{{Name: SetLongMemEval,
+			Means: map[string]map[string]Mean{Overall: {SAll10: {Value: sall10}, TAny10: {Value: tany10}}}}}}}
+	}
+	def := row("defaults", 0.918, 0.918)
+	for _, tc := range []struct {
+		row  AblationRow
+		want string
+	}{
+		{row("defaults", 0.918, 0.918), ""},
+		{row("- session evidence", 0.929, 0.898), "on: FAILS, lowers lme S-R_all@10"},
+		{row("- agent turn weight", 0.918, 0.867), "on: passes"},
+		{row("+ session repeat 0.5", 0.929, 0.908), "off"},
+		{row("+ wordnet", 0.929, 0.918), "off: passes, could be on"},
+		{row("+ nothing", 0.918, 0.918), "off"},
+	} {
+		if got := Rule(def, tc.row); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.row.Ranking, got, tc.want)
+		}
+	}
+}

@@ -6,8 +6,8 @@
 // restarts on what survived. After every cut the turns stream must hold every acknowledged turn
 // once; at the end, once memoryd has caught up, every acknowledged turn is in short-term memory
 // once (itself or in the provenance of one summary), retrieve finds the last turns acknowledged
-// before each cut, and short-term memory and the long-term store (facts, summaries) equal a
-// replay of the turns stream into separate buckets.
+// before each cut, and the short-term entries, the summaries and the live facts equal what a
+// replay of the turns stream builds in separate buckets.
 //
 // The same run with --durability interval loses acknowledged turns, and the test says how many:
 // the harness can fail. `go test ./internal/powercut` makes a few cuts (it skips, saying why,
@@ -17,7 +17,8 @@
 // file (lazyfs counts them).
 //
 // The filesystem model of the asserted runs is a journaling filesystem's (lazyfs.AnySync: a
-// directory change is durable with the next fsync of anything). Session counters and facts'
-// valid_from and provenance that differ from the replay are logged, not failed, unless
-// POWERCUT_EXACT_REPLAY=1; POWERCUT_LOGS=DIR keeps each run's memoryd log in DIR.
+// directory change is durable with the next fsync of anything). Session counters and the
+// history of facts (superseded versions, ids, valid_from, provenance) that differ from the
+// replay are logged, not failed, unless POWERCUT_EXACT_REPLAY=1 (after a kill -9 they differ
+// today; with no fault they agree); POWERCUT_LOGS=DIR keeps each run's memoryd log in DIR.
 package powercut

@@ -31,20 +31,26 @@ func TestPowerCut(t *testing.T) {
 
 func report(t *testing.T, out outcome) {
 	t.Helper()
-	t.Logf("%d acknowledged, %d lost (at %d cuts), %d stored twice; after catching up: %d stored turns in no short-term entry, %d in two, %d short-term turns the stream lacks, %d of %d sampled turns not retrieved once; against a replay: %d sessions and users with other entries, summaries or facts, %d with other counters or facts' valid_from or provenance only (replay error: %v); %d facts, %d summaries in the long-term store; memoryd ready in %v after each start",
+	if out.stalled != nil {
+		t.Logf("%d acknowledged, %d lost (at %d cuts), %d stored twice; then memoryd did not catch up (above), so memory was not checked", out.acked, out.lost, out.cutsLosing, out.duplicated)
+		t.Log(syncReport(out.syncs, out.acked))
+		return
+	}
+	t.Logf("%d acknowledged, %d lost (at %d cuts), %d stored twice; after catching up: %d stored turns in no short-term entry, %d in two, %d short-term turns the stream lacks, %d of %d sampled turns not retrieved once; against a replay: %d sessions and users with other entries, summaries or facts, %d with other counters or fact history only (replay error: %v); %d facts, %d summaries in the long-term store; memoryd ready in %v after each start",
 		out.acked, out.lost, out.cutsLosing, out.duplicated, out.shortMissing, out.shortDuplicate, out.shortPhantom, out.unretrieved, out.sampled, out.replayDiffers, out.replayDetail, out.replayErr, out.facts, out.summaries, out.startup)
 	t.Log(syncReport(out.syncs, out.acked))
 }
 
 // assertNothingLost fails the test unless every check of the run passed. Session counters and
-// facts' valid_from and provenance that differ from the replay are logged, not failed: a
-// kill -9 alone makes them differ today, since derived state is not yet rewound to a synced
-// checkpoint and replayed after an unclean stop (DESIGN.md, invariant 1).
+// the history of facts (their superseded versions, ids, valid_from and provenance) that differ
+// from the replay are logged, not failed: a kill -9 alone makes them differ today, since
+// derived state is not yet rewound to a synced checkpoint and replayed after an unclean stop
+// (DESIGN.md, invariant 1); with no fault they agree (make chaos's baseline).
 // POWERCUT_EXACT_REPLAY=1 fails on them too.
 func assertNothingLost(t *testing.T, out outcome) {
 	t.Helper()
 	if os.Getenv("POWERCUT_EXACT_REPLAY") != "" && out.replayDetail > 0 {
-		t.Errorf("replay: %d sessions and users differ from the live memory in counters, or facts' valid_from or provenance (POWERCUT_EXACT_REPLAY)", out.replayDetail)
+		t.Errorf("replay: %d sessions and users differ from the live memory in counters or fact history (POWERCUT_EXACT_REPLAY)", out.replayDetail)
 	}
 	if out.lost > 0 || out.duplicated > 0 {
 		t.Errorf("%d acknowledged turns lost, %d stored twice; want none", out.lost, out.duplicated)
@@ -56,7 +62,7 @@ func assertNothingLost(t *testing.T, out outcome) {
 		t.Errorf("%d of %d sampled turns not retrieved exactly once", out.unretrieved, out.sampled)
 	}
 	if out.replayErr != nil || out.replayDiffers > 0 {
-		t.Errorf("replay: %d sessions and users have other entries, summaries or facts than the live memory (error: %v)", out.replayDiffers, out.replayErr)
+		t.Errorf("replay: %d sessions and users have other short-term entries, summaries or live facts than the live memory (error: %v)", out.replayDiffers, out.replayErr)
 	}
 	if out.acked == 0 || out.sampled == 0 || out.facts == 0 || out.summaries == 0 {
 		t.Errorf("%d turns acknowledged, %d sampled, %d facts, %d summaries: the run did not exercise everything", out.acked, out.sampled, out.facts, out.summaries)

@@ -19,6 +19,7 @@
 // The filesystem model of the asserted runs is a journaling filesystem's (lazyfs.AnySync: a
 // directory change is durable with the next fsync of anything). Session counters and the
 // history of facts (superseded versions, ids, valid_from, provenance) that differ from the
-// replay are logged, not failed, unless POWERCUT_EXACT_REPLAY=1 (after a kill -9 they differ
-// today; with no fault they agree); POWERCUT_LOGS=DIR keeps each run's memoryd log in DIR.
+// replay are logged, not failed, unless POWERCUT_EXACT_REPLAY=1 (after kill -9s they differ
+// in many sessions and users today, with no fault in one now and then); POWERCUT_LOGS=DIR keeps
+// each run's memoryd log in DIR.
 package powercut

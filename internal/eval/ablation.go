@@ -58,6 +58,7 @@ var Techniques = []Technique{
 	{"speaker field", true, func(t *Tuning) { t.Rank.Speaker = rank.Off }},
 	{"mention weight", true, func(t *Tuning) { t.Rank.Mention = rank.Off }},
 	{"question periods", true, func(t *Tuning) { t.IgnorePeriods = true }},
+	{"WordNet related words 0.3", false, func(t *Tuning) { t.Rank.Related = 0.3 }},
 }
 
 // Ablation returns the tunings of an ablation over techniques: base (the defaults, unless a

@@ -25,6 +25,10 @@ const (
 	DefaultMaxQueryTerms = 64 // query terms scored, the most telling first
 )
 
+// relatedDepth is how far up WordNet's hypernyms the related-words field goes (Config.Related):
+// three levels, as far as the table goes (coffee table → table → furniture → furnishing).
+const relatedDepth = 3
+
 // Config holds the parameters of the ranking method (see the package comment for the
 // formula). Zero fields take the defaults; Off switches a component off.
 type Config struct {
@@ -90,6 +94,15 @@ type Config struct {
 	// them, and "叫什么名字" would otherwise look for 叫什 and 么名 (MADial zh R@5 0.559 →
 	// 0.572 without them, docs/retrieval.md).
 	KeepQuestionWords bool
+	// Related is the weight of a document's related-words field: the English words that its
+	// nouns are a kind of, or a synonym of, in WordNet (package thesaurus: hypernyms up to three
+	// levels up), so that a question about furniture finds a turn about a coffee table. An
+	// agent's turn has none. Each related word counts once a document, scored as BM25 without
+	// length normalisation at the idf of the word over the texts and this field together.
+	// Default 0: off, as it lowered LongMemEval S-R_all@5 by 0.010 and MADial en R@10 by 0.001
+	// to 0.003 (docs/retrieval.md, "WordNet expansion"); Off: off. It costs an index about 15 %
+	// more memory (user turns) and the first index 2.3 MB for the table.
+	Related float64
 	// QuerySpeaker is the weight in (0,1] of a query line marked with a role other than the
 	// user's ("assistant: ..."; see [ParseQuery]): the user's own words say more about the
 	// user's memories than the assistant's replies. Default DefaultQuerySpeaker; 1 (or Off)
@@ -154,6 +167,9 @@ func (c Config) withDefaults() Config {
 	if c.Mention == Off {
 		c.Mention = 1
 	}
+	if c.Related == Off {
+		c.Related = 0
+	}
 	return c
 }
 
@@ -191,6 +207,8 @@ func (c Config) Validate() error {
 		return bad("QueryRecency", c.QueryRecency, "in (0,1] or Off")
 	case !(c.QuerySpeaker > 0 && c.QuerySpeaker <= 1):
 		return bad("QuerySpeaker", c.QuerySpeaker, "in (0,1] or Off")
+	case !(c.Related >= 0 || c.Related == Off) || !finite(c.Related):
+		return bad("Related", c.Related, ">= 0 or Off")
 	case c.MaxQueryTerms < 0 && c.MaxQueryTerms != int(Off):
 		return bad("MaxQueryTerms", float64(c.MaxQueryTerms), "> 0 or Off")
 	}

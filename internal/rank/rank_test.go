@@ -438,6 +438,7 @@ func TestConfig(t *testing.T) {
 		"ContextUpTo":   {ContextUpTo: -3},
 		"Speaker":       {Speaker: -2},
 		"Mention":       {Mention: 1.5},
+		"ChineseWords":  {ChineseWords: -0.5},
 	} {
 		err := cfg.Validate()
 		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), field+" =") {

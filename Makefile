@@ -5,7 +5,7 @@ LISTEN    ?= 127.0.0.1:4222
 HTTP      ?=
 BENCHTIME ?= 1s
 
-.PHONY: build run test chaos cluster-local lint bench eval wordvec thesaurus clean
+.PHONY: build run test chaos cluster-local lint bench eval wordvec thesaurus hanwords clean
 
 # The release every command's --version prints (package internal/version); without git, the
 # go command's own build information (module version, VCS revision) is all there is.
@@ -98,6 +98,16 @@ WORDNET ?= /usr/share/wordnet
 thesaurus: ## regenerate internal/thesaurus/wordnet-3.0.txt.gz from WordNet 3.0 in $(WORDNET) (apt-get install wordnet-base)
 	@test -f "$(WORDNET)/data.noun" || { echo "make thesaurus: no WordNet 3.0 in $(WORDNET) (Debian: apt-get install wordnet-base; else WORDNET=/path/to/dict)"; exit 2; }
 	$(GO) run ./internal/thesaurus/gen --wordnet $(WORDNET) --out internal/thesaurus/wordnet-3.0.txt.gz
+
+# The Chinese dictionary of search.Words (internal/search/hanwords.txt.gz): jieba's (MIT), as
+# cppjieba ships it inside the pinned Go module below, cut to the words counted five times or more.
+# The output is committed.
+HANWORDS_MODULE ?= github.com/yanyiwu/gojieba@v1.4.6
+
+hanwords: ## regenerate internal/search/hanwords.txt.gz from the jieba dictionary in $(HANWORDS_MODULE) (needs the Go module proxy)
+	dir=$$($(GO) mod download -json $(HANWORDS_MODULE) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p') && \
+	test -n "$$dir" && \
+	$(GO) run ./internal/search/gen --in "$$dir/deps/cppjieba/dict/jieba.dict.utf8" --out internal/search/hanwords.txt.gz
 
 clean:
 	rm -rf bin

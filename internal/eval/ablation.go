@@ -57,6 +57,7 @@ var Techniques = []Technique{
 	{"context field", true, func(t *Tuning) { t.Rank.Context = rank.Off }},
 	{"speaker field", true, func(t *Tuning) { t.Rank.Speaker = rank.Off }},
 	{"mention weight", true, func(t *Tuning) { t.Rank.Mention = rank.Off }},
+	{"chinese words", false, func(t *Tuning) { t.Rank.ChineseWords = 1 }},
 	{"question periods", true, func(t *Tuning) { t.IgnorePeriods = true }},
 	{"WordNet related words 0.3", false, func(t *Tuning) { t.Rank.Related = 0.3 }},
 }

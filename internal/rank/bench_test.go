@@ -1,13 +1,20 @@
 package rank
 
 import (
+	"bytes"
+	"cmp"
+	"compress/gzip"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // syntheticCorpus returns n turns in sessions of 20, user and assistant alternating, a third
@@ -152,5 +159,125 @@ func BenchmarkAddRemove(b *testing.B) {
 				i++
 			}
 		})
+	}
+}
+
+// chineseCorpus returns n turns of Chinese in sessions of 20 (user turns of about 60
+// characters, assistant turns of about 250, punctuated every dozen characters), each word drawn
+// by its count in the dictionary of internal/search (jieba's, the 20,000 most counted words and
+// characters): text whose words a segmentation finds, as it finds a real text's.
+func chineseCorpus(tb testing.TB, n int) (docs []Doc, vocab []string) {
+	gz, err := os.ReadFile("../search/hanwords.txt.gz")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	data, err := io.ReadAll(zr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	type word struct {
+		w string
+		n float64
+	}
+	var words []word
+	for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if w, count, ok := strings.Cut(line, " "); ok && i > 0 {
+			c, _ := strconv.ParseFloat(count, 64)
+			words = append(words, word{w, c})
+		}
+	}
+	slices.SortFunc(words, func(a, b word) int { return cmp.Compare(b.n, a.n) })
+	words = words[:20000]
+	cum := make([]float64, len(words))
+	sum := 0.0
+	for i, w := range words {
+		sum += w.n
+		cum[i] = sum
+		vocab = append(vocab, w.w)
+	}
+	rng := rand.New(rand.NewPCG(3, 3))
+	draw := func() string {
+		i, _ := slices.BinarySearch(cum, rng.Float64()*sum)
+		return words[min(i, len(words)-1)].w
+	}
+	for i := range n {
+		session := i / 20
+		role, length := "user", 40+rng.IntN(40)
+		if i%2 == 1 {
+			role, length = "assistant", 160+rng.IntN(180)
+		}
+		var b strings.Builder
+		for chars := 0; chars < length; {
+			w := draw()
+			b.WriteString(w)
+			chars += utf8.RuneCountInString(w)
+			if rng.IntN(8) == 0 {
+				b.WriteString("，")
+			}
+		}
+		b.WriteString("。")
+		docs = append(docs, Doc{ID: fmt.Sprintf("s%04d-%02d", session, i%20), Text: b.String(),
+			Group: fmt.Sprintf("s%04d", session), Pos: i % 20, Role: role, Kind: "turn"})
+	}
+	return docs, vocab
+}
+
+// BenchmarkChineseWords measures what Config.ChineseWords costs on 10,000 turns of Chinese
+// (chineseCorpus): the index's memory per turn, preparing a turn (splitting it into terms, and
+// with words on segmenting it), and a search for a question of three words and for a dialogue
+// of 1,000 characters, top 20 (p99 and the thread's CPU time, as in BenchmarkSearch10k).
+func BenchmarkChineseWords(b *testing.B) {
+	docs, vocab := chineseCorpus(b, 10000)
+	rng := rand.New(rand.NewPCG(4, 4))
+	var questions, dialogues []string
+	for range 64 {
+		questions = append(questions, "我上次说的"+vocab[200+rng.IntN(5000)]+vocab[200+rng.IntN(5000)]+vocab[200+rng.IntN(5000)]+"是什么？")
+		var d strings.Builder
+		for utf8.RuneCountInString(d.String()) < 1000 {
+			d.WriteString(docs[rng.IntN(len(docs))].Text)
+			d.WriteByte('\n')
+		}
+		dialogues = append(dialogues, string([]rune(d.String())[:1000]))
+	}
+	for _, words := range []float64{0, 1} {
+		name := map[float64]string{0: "off", 1: "on"}[words]
+		ix := NewIndex(Config{ChineseWords: words})
+		ix.Add(docs...)
+		bytesPerDoc := float64(ix.Bytes()) / float64(ix.Len())
+		b.Run(name+"/prepare", func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				ix.Prepare(docs[i%len(docs)])
+				i++
+			}
+		})
+		for _, q := range []struct {
+			kind string
+			qs   []string
+		}{{"question", questions}, {"dialogue", dialogues}} {
+			b.Run(name+"/"+q.kind, func(b *testing.B) {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				var wall, cpu []time.Duration
+				i := 0
+				for b.Loop() {
+					start, startCPU := time.Now(), threadCPU()
+					ix.Search(q.qs[i%len(q.qs)], 20)
+					cpu = append(cpu, threadCPU()-startCPU)
+					wall = append(wall, time.Since(start))
+					i++
+				}
+				slices.Sort(wall)
+				slices.Sort(cpu)
+				b.ReportMetric(float64(wall[len(wall)*99/100].Microseconds()), "p99-µs")
+				b.ReportMetric(float64(cpu[len(cpu)/2].Microseconds()), "cpu-p50-µs")
+				b.ReportMetric(float64(cpu[len(cpu)*99/100].Microseconds()), "cpu-p99-µs")
+				b.ReportMetric(bytesPerDoc, "index-bytes/doc")
+			})
+		}
 	}
 }

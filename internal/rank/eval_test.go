@@ -432,6 +432,8 @@ func devMethods() []method {
 		all("final - query speaker weight", cfgRanker(Config{QuerySpeaker: Off})),
 		all("final - question words dropped", cfgRanker(Config{KeepQuestionWords: true})),
 		all("final + query recency 0.9 [out]", cfgRanker(Config{QueryRecency: 0.9})),
+		all("final + Chinese words 0.25 [out]", cfgRanker(Config{ChineseWords: 0.25})),
+		all("final + Chinese words 1 [out]", cfgRanker(Config{ChineseWords: 1})),
 		all("final + char n-gram TF-IDF 0.5 [out]", vecRanker{Config{}, charCosine, 0.5}),
 		all("final + LSA k=100 0.3 [out]", vecRanker{Config{}, lsaCosine(100), 0.3}),
 		all("final + WordNet related words 0.3 [out]", cfgRanker(Config{Related: 0.3})),

@@ -48,6 +48,7 @@ const (
 	speakerPrefix = "\x02"
 	mentionPrefix = "\x03"
 	relatedPrefix = "\x04"
+	wordPrefix    = "\x05" // a Chinese word of the text (Config.ChineseWords)
 )
 
 // Index ranks the documents of one user for a query; see the package comment for the method.
@@ -164,7 +165,7 @@ func NewIndex(cfg Config) *Index {
 func (ix *Index) Add(docs ...Doc) {
 	prep := make([]Prepared, len(docs))
 	for i := range docs {
-		prep[i] = Prepare(docs[i])
+		prep[i] = ix.Prepare(docs[i])
 	}
 	ix.AddPrepared(prep...)
 }
@@ -178,6 +179,10 @@ type Prepared struct {
 	// The terms of the other fields: of the end of the context, of the speaker's name, and
 	// the text's terms that name the addressee (also in terms).
 	context, speaker, mention []string
+	// The terms of the text's Chinese words (wordTerms), when segmented says they were looked
+	// for: an index with Config.ChineseWords on looks for them if Prepare did not.
+	words     []string
+	segmented bool
 }
 
 // Prepare splits a document into terms for AddPrepared.
@@ -201,6 +206,52 @@ func Prepare(d Doc) Prepared {
 		}
 	}
 	return p
+}
+
+// Prepare splits a document into terms for AddPrepared to this index: as [Prepare] does, and
+// with the text's Chinese words when the index's Config has ChineseWords on (AddPrepared would
+// otherwise look for them under the index's lock).
+func (ix *Index) Prepare(d Doc) Prepared {
+	p := Prepare(d)
+	if ix.cfg.ChineseWords > 0 {
+		p.words, p.segmented = wordTerms(d.Text), true
+	}
+	return p
+}
+
+// minWordChars is the fewest characters of a Chinese word indexed as a term of its own: a word
+// of two is one of the text's bigrams already (as a term of its own too it measured worse,
+// docs/retrieval.md).
+const minWordChars = 3
+
+// wordTerms returns the terms of the Chinese words of text (search.Words) of minWordChars or
+// more characters, in text order, repeats included: each word behind wordPrefix, all of them
+// in one allocation.
+func wordTerms(text string) []string {
+	words := search.Words(text)
+	size := 0
+	words = slices.DeleteFunc(words, func(w string) bool {
+		if utf8.RuneCountInString(w) < minWordChars {
+			return true
+		}
+		size += len(wordPrefix) + len(w)
+		return false
+	})
+	if len(words) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	b.Grow(size)
+	for _, w := range words {
+		b.WriteString(wordPrefix)
+		b.WriteString(w)
+	}
+	all := b.String()
+	for i, w := range words {
+		n := len(wordPrefix) + len(w)
+		words[i], all = all[:n], all[n:]
+	}
+	return words
 }
 
 // asks reports whether a text ends by asking something: a question mark (ASCII or full-width)
@@ -243,12 +294,16 @@ func nameTerms(name string) []string {
 // when those are on, then related, its related words (see relatedWords).
 func (ix *Index) fieldTerms(p *Prepared, related []string) (terms []string, length int, used [numFields]bool) {
 	cfg := &ix.cfg
+	if cfg.ChineseWords > 0 && !p.segmented {
+		p.words, p.segmented = wordTerms(p.Doc.Text), true
+	}
+	words := cfg.ChineseWords > 0 && len(p.words) > 0
 	mention := cfg.Mention < 1 && len(p.mention) > 0
 	context := cfg.Context > 0 && len(p.context) > 0 && (cfg.ContextUpTo < 0 || len(p.terms) <= cfg.ContextUpTo)
-	if !mention && !context && (cfg.Speaker == 0 || len(p.speaker) == 0) && len(related) == 0 {
+	if !mention && !context && !words && (cfg.Speaker == 0 || len(p.speaker) == 0) && len(related) == 0 {
 		return p.terms, len(p.terms), used
 	}
-	out := make([]string, 0, len(p.terms)+len(p.context)+len(p.speaker)+len(related))
+	out := make([]string, 0, len(p.terms)+len(p.words)+len(p.context)+len(p.speaker)+len(related))
 	for _, t := range p.terms {
 		if mention && slices.Contains(p.mention, t) {
 			out = append(out, mentionPrefix+t)
@@ -272,6 +327,9 @@ func (ix *Index) fieldTerms(p *Prepared, related []string) (terms []string, leng
 	for _, t := range related {
 		out = append(out, relatedPrefix+t)
 		used[fieldRelated] = true
+	}
+	if words {
+		out = append(out, p.words...)
 	}
 	return out, len(p.terms), used
 }
@@ -515,7 +573,7 @@ func (ix *Index) Remove(ids ...string) {
 func (ix *Index) RemoveDocs(docs ...Doc) {
 	terms := make([][]string, len(docs))
 	for i := range docs {
-		p := Prepare(docs[i])
+		p := ix.Prepare(docs[i])
 		terms[i], _, _ = ix.fieldTerms(&p, at(ix.relatedWords([]Prepared{p}), 0))
 		terms[i] = slices.Clone(terms[i])
 		slices.Sort(terms[i])

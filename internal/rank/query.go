@@ -83,7 +83,11 @@ func (c *Config) queryTerms(query string) []qterm {
 		if !c.KeepQuestionWords {
 			text = questionWords.Replace(text)
 		}
-		for _, t := range search.Terms(text) {
+		terms := search.Terms(text)
+		if c.ChineseWords > 0 {
+			terms = append(terms, wordTerms(text)...)
+		}
+		for _, t := range terms {
 			if j, ok := idx[t]; ok {
 				out[j].w += lw
 				continue
@@ -98,6 +102,9 @@ func (c *Config) queryTerms(query string) []qterm {
 		} else {
 			f := out[i].w
 			out[i].w = (c.QueryK3 + 1) * f / (c.QueryK3 + f)
+		}
+		if c.ChineseWords > 0 && strings.HasPrefix(out[i].term, wordPrefix) {
+			out[i].w *= c.ChineseWords
 		}
 	}
 	return out

@@ -439,6 +439,7 @@ func TestConfig(t *testing.T) {
 		"Speaker":       {Speaker: -2},
 		"Mention":       {Mention: 1.5},
 		"Related":       {Related: -0.5},
+		"ChineseWords":  {ChineseWords: -0.5},
 	} {
 		err := cfg.Validate()
 		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), field+" =") {

@@ -266,7 +266,7 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 					e := memory.Entry{ID: t.id, Type: memory.TypeForRole(t.role), Role: t.role, Content: t.content,
 						Timestamp: t.at, Seq: m.Sequence, Metadata: t.metadata} // completed by turnMeta below
 					r.entries = append(r.entries, e)
-					r.docs = append(r.docs, rank.Prepare(r.last.dialogueDoc(rank.Doc{ID: e.ID, Text: e.Content, Group: as.state.Key.Session,
+					r.docs = append(r.docs, u.archIdx.Prepare(r.last.dialogueDoc(rank.Doc{ID: e.ID, Text: e.Content, Group: as.state.Key.Session,
 						Pos: int(e.Seq), Role: e.Role, Time: e.Timestamp, Kind: "turn"}, e.Metadata)))
 					return nil
 				})

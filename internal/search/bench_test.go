@@ -42,3 +42,30 @@ func BenchmarkTerms(b *testing.B) {
 		})
 	}
 }
+
+func BenchmarkWords(b *testing.B) {
+	text := repeatTo(1024,
+		"我最喜欢的编程语言是 Go。",
+		"每周的例会改到周四上午十点，因为团队的安排变了。",
+		"Bart在新开的冰淇淋店尝试了芒果口味的冰淇淋，感到非常开心。")
+	Words(text) // the dictionary is read once
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		Words(text)
+	}
+}
+
+// BenchmarkReadWordTable measures reading the embedded dictionary, which Words does once, and
+// reports the heap it keeps.
+func BenchmarkReadWordTable(b *testing.B) {
+	b.ReportAllocs()
+	var t *wordTable
+	for b.Loop() {
+		var err error
+		if t, err = readWordTable(hanwordsGz); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(t.slots)*8), "table-bytes")
+}

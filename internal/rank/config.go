@@ -11,9 +11,9 @@ const (
 	DefaultK1            = 1.2  // BM25 term-frequency saturation
 	DefaultB             = 0.75 // BM25 length normalisation
 	DefaultAgentTurn     = 0.5  // weight of a non-user turn's own score
-	DefaultSession       = 1.0  // weight of the session's score beside the turn's
-	DefaultDiversity     = 0.75 // factor per turn of the same session ranked above
-	DefaultSessionRepeat = 1.0  // further factor on the session's part, per turn ranked above
+	DefaultSession       = 0.5  // weight of the session's score beside the turn's
+	DefaultDiversity     = 0.8  // factor per turn of the same session ranked above
+	DefaultSessionRepeat = 0.9  // further factor on the session's part, per turn ranked above
 	DefaultContext       = 0.25 // weight of the context field (the turn answered)
 	DefaultSpeaker       = 0.5  // weight of the speaker field (the speaker's name)
 	DefaultMention       = 0.25 // weight of the addressee's name in a reply to them
@@ -50,11 +50,11 @@ type Config struct {
 	AgentTurn float64
 	// Session is the weight λ of the session's score (BM25 over all the turns of the
 	// document's group) beside the turn's own: keyword = (turn + λ·session)/(1+λ).
-	// Default 1; Off: turns are scored alone.
+	// Default DefaultSession; Off: turns are scored alone.
 	Session float64
 	// Diversity is the factor γ in (0,1] that a turn's relevance is multiplied by for each
 	// turn of its own session ranked above it, so that the first results span sessions.
-	// Default 0.75; 1 (or Off) disables.
+	// Default DefaultDiversity; 1 (or Off) disables.
 	Diversity float64
 	// SessionRepeat is a further factor δ in (0,1] on the session's part of a turn's score for
 	// each turn of its session ranked above it: relevance = γ^n·(own + δ^n·session part). A

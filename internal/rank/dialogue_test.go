@@ -129,7 +129,7 @@ func TestContextOnlyShortAnswers(t *testing.T) {
 // With SessionRepeat, a session's evidence lifts its best turn only: its other turns, which
 // match the query less by their own words than another session's turn does, rank after it, and
 // the top spreads over the sessions.
-// (Off by default: on LongMemEval it gains S-R_all@10 but costs T-R_any, see doc.go.)
+// (The mechanics at λ = 1 and δ 0.25, where they show on four turns; the defaults are doc.go's.)
 func TestSessionRepeatSpreadsTop(t *testing.T) {
 	docs := append(filler(10),
 		conversation("a",
@@ -148,10 +148,10 @@ func TestSessionRepeatSpreadsTop(t *testing.T) {
 		ix.Add(docs...)
 		return ids(ix.Search(query, 2))
 	}
-	if got := rankWith(Config{SessionRepeat: 0.25}); !slices.Contains(got, "b-0") {
+	if got := rankWith(Config{Session: 1, SessionRepeat: 0.25}); !slices.Contains(got, "b-0") {
 		t.Errorf("with SessionRepeat 0.25, top 2 = %v, want b-0 among them", got)
 	}
-	if got := rankWith(Config{SessionRepeat: Off}); slices.Contains(got, "b-0") {
+	if got := rankWith(Config{Session: 1, SessionRepeat: Off}); slices.Contains(got, "b-0") {
 		t.Errorf("without SessionRepeat, top 2 = %v: b-0 is among them, the test shows nothing", got)
 	}
 }

@@ -160,7 +160,8 @@ func TestSessionEvidence(t *testing.T) {
 
 func TestDiversity(t *testing.T) {
 	// Session a matches the query in every turn, session b in one turn only, a little less
-	// well: b's turn must come before a's third turn.
+	// well: b's turn must come before a's third turn. (At session evidence λ = 1, where a's
+	// evidence alone would fill the top three.)
 	docs := append(filler(10),
 		conversation("a",
 			"I adopted a cat named Miso from the shelter.",
@@ -170,13 +171,13 @@ func TestDiversity(t *testing.T) {
 	docs = append(docs, conversation("b",
 		"My neighbour's cat visits our garden every day.",
 		"That sounds nice.")...)
-	ix := NewIndex(Config{})
+	ix := NewIndex(Config{Session: 1})
 	ix.Add(docs...)
 	got := ids(ix.Search("my cat", 3))
 	if !slices.Contains(got, "b-0") {
 		t.Errorf("top 3 = %v, want b-0 among them", got)
 	}
-	ix = NewIndex(Config{Diversity: Off})
+	ix = NewIndex(Config{Session: 1, Diversity: Off})
 	ix.Add(docs...)
 	if got := ids(ix.Search("my cat", 3)); slices.Contains(got, "b-0") {
 		t.Errorf("without diversity, top 3 = %v, want only session a", got)

@@ -260,6 +260,9 @@ var changeRulesEN = []rule{
 	en("diet-off", `\bi(?:'m|\s+am)\s+{ADV}off\s+(?:the\s+)?`+dietWordsEN+`\b`, func(g []string) (found, bool) {
 		return dietEN(g[1], true)
 	}),
+	en("diet-been", `\bi(?:'ve|\s+have)\s+{ADV}been\s+{ADV}(?:an?\s+|fully\s+|strictly\s+)?`+dietWordsEN+`\b`, func(g []string) (found, bool) {
+		return dietEN(g[1], false) // "I've been vegan for three years": a diet that holds
+	}),
 	en("diet-on", `\bi(?:'m|\s+am|'ve\s+been|\s+have\s+been)?\s+{ADV}(?:on|following|doing|eating|follow|eat|started|began)\s+(?:a\s+|an\s+|the\s+)?(?:strict\s+|mostly\s+)?`+dietWordsEN+`(?:\s+diet)?\b`, func(g []string) (found, bool) {
 		return dietEN(g[1], false)
 	}),
@@ -310,6 +313,13 @@ var changeRulesEN = []rule{
 		}
 		return found{content: "The user broke up with " + who, category: CategoryIdentity, key: keyRelationship, confidence: 0.8}, true
 	}),
+	en("partner-left", `\bmy\s+((?:ex-?)?(?:girlfriend|boyfriend|partner|wife|husband|fianc[ée]e?))\s+(?:\S+\s+)?(broke\s+up\s+with\s+me|left\s+me|dumped\s+me|divorced\s+me|split\s+up\s+with\s+me)\b`, func(g []string) (found, bool) {
+		who := "their " + strings.ToLower(g[1])
+		if strings.HasPrefix(strings.ToLower(g[2]), "divorced") {
+			return found{content: "The user divorced " + who, category: CategoryIdentity, key: keyRelationship, confidence: 0.8}, true
+		}
+		return found{content: "The user broke up with " + who, category: CategoryIdentity, key: keyRelationship, confidence: 0.8}, true
+	}),
 	en("partner-died", `\bmy\s+(wife|husband|partner|fianc[ée]e?)\s+(?:\S+\s+)?(passed\s+away|died)\b`, func(g []string) (found, bool) {
 		return found{content: "The user's " + strings.ToLower(g[1]) + " passed away", category: CategoryIdentity, key: keyRelationship, confidence: 0.8}, true
 	}),
@@ -324,7 +334,7 @@ var changeRulesEN = []rule{
 		return found{content: "The user is no longer with " + who, category: CategoryIdentity, key: keyRelationship, confidence: 0.75}, true
 	}),
 	// Pets.
-	en("pet-died", `\b(?:my|our)\s+(?:(?:old|beloved|sweet|little|family|poor|dear)\s+)?(`+petWordsEN+`)(?:\s+(\S+))?\s+(passed\s+away|died|ran\s+away|went\s+missing|got\s+lost|was\s+put\s+down|had\s+to\s+be\s+put\s+down|was\s+rehomed)\b`, func(g []string) (found, bool) {
+	en("pet-died", `\b(?:my|our)\s+(?:(?:old|beloved|sweet|little|family|poor|dear)\s+)?(`+petWordsEN+`)(?:\s+(\S+))?\s+(passed\s+away|passed|died|ran\s+away|went\s+missing|got\s+lost|was\s+put\s+down|had\s+to\s+be\s+put\s+down|was\s+rehomed)\b`, func(g []string) (found, bool) {
 		kind := petKindEN(g[1])
 		name := ""
 		if r, _ := utf8.DecodeRuneInString(g[2]); unicode.IsUpper(r) {
@@ -334,6 +344,8 @@ var changeRulesEN = []rule{
 		switch verb {
 		case "was put down", "had to be put down":
 			verb = "died"
+		case "passed":
+			verb = "passed away"
 		}
 		return found{content: "The user's " + strings.ToLower(g[1]) + name + " " + verb, category: CategoryOther, key: keyPetPrefix + kind, confidence: 0.75}, true
 	}),
@@ -497,7 +509,7 @@ func toolOf(obj string) (string, string) {
 	return "", ""
 }
 
-var reToolRestEN = regexp.MustCompile(`(?i)^(?:\s+(?:now|these\s+days|nowadays|instead|exclusively|only|mostly|every\s*day|daily|full[- ]time|for\s+(?:everything|most\s+things|work|all\s+my\s+\w+)|at\s+work|again|too|as\s+well|anymore|any\s+more))*\s*[.!]*$`)
+var reToolRestEN = regexp.MustCompile(`(?i)^(?:\s+(?:now|these\s+days|nowadays|lately|recently|instead|exclusively|only|mostly|every\s*day|daily|full[- ]time|for\s+(?:everything|most\s+things|work|all\s+my\s+\w+)|at\s+work|again|too|as\s+well|anymore|any\s+more))*\s*[.!]*$`)
 
 // toolOnly reports whether an object names nothing but the tool, give or take "now", "for
 // everything", "at work": "I use Go now" names the language the user codes in, "I used Go to

@@ -78,15 +78,20 @@ func StartCluster(t testing.TB) *Cluster {
 	return c
 }
 
-// Connect opens a connection to every node (the first leader of the turns stream first, once
-// there is one), reconnecting for ever, closed when the test ends.
+// ClientURLs is every node's client URL, comma-separated, the first leader of the turns stream
+// first (once there is one): connect with them in this order (nats.DontRandomize).
+func (c *Cluster) ClientURLs() string {
+	if c.first == "" {
+		return c.URLs()
+	}
+	return c.first + "," + c.URLs()
+}
+
+// Connect opens a connection to every node (ClientURLs, in order), reconnecting for ever, closed
+// when the test ends.
 func (c *Cluster) Connect(t testing.TB, name string) *nats.Conn {
 	t.Helper()
-	urls := c.URLs()
-	if c.first != "" {
-		urls = c.first + "," + urls
-	}
-	nc, err := nats.Connect(urls, nats.Name(name), nats.DontRandomize(), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	nc, err := nats.Connect(c.ClientURLs(), nats.Name(name), nats.DontRandomize(), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

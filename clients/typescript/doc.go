@@ -4,7 +4,8 @@
 // examples. It has no Go code of its own: its tests install the npm dependencies from
 // package-lock.json, compile the TypeScript, start a real agentmem in process (with its HTTP
 // gateway) and run the agent, the examples and test/http.ts against it, so that the wire
-// contract (docs/protocol.md) and the HTTP API are checked from a second language. They also
+// contract (docs/protocol.md) and the HTTP API are checked from a second language, and
+// test/retry.ts against scripted answers, so that both clients' retries are. They also
 // pack the package and install it into a new project as its README says, and check that the
 // Node.js versions of package.json agree with those of every locked dependency.
 package typescript

@@ -10,9 +10,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/rs/zerolog"
 
 	"github.com/agentmem/agentmem/internal/broker"
@@ -341,5 +343,35 @@ func TestSearchShowsAChangedStatement(t *testing.T) {
 	i := strings.Index(got, "I live in Paris.")
 	if i < 0 || !strings.Contains(got[i:], "since changed: fact_") {
 		t.Errorf("search does not say that the Paris turn has since changed:\n%s", got)
+	}
+}
+
+// memctl's commands use agentmem's Go client with its defaults: a moment without a retriever
+// (one moving to another server after a node crashed) costs search latency, not an error.
+func TestSearchRidesThroughAMomentWithoutRetriever(t *testing.T) {
+	env := brokertest.Start(t)
+	nc := env.Connect(t)
+	var attempts atomic.Int32
+	// The first two requests get the reply nats.go takes for "no responders"; the third an answer.
+	sub, err := nc.Subscribe("memory.retrieve.acme", func(m *nats.Msg) {
+		r := &nats.Msg{Subject: m.Reply, Header: nats.Header{"Status": []string{"503"}}}
+		if attempts.Add(1) == 3 {
+			r = &nats.Msg{Subject: m.Reply, Data: []byte(`{"entries":[{"id":"t1","type":"CONVERSATION","content":"I live in Porto.","timestamp":"2026-11-30T10:00:00Z","source":"short","score":1}]}`)}
+		}
+		_ = nc.PublishMsg(r)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"search", "--nats", env.URL, "--tenant", "acme", "Porto"}, &out); err != nil {
+		t.Fatalf("search: %v (after %d attempts)", err, attempts.Load())
+	}
+	if !strings.Contains(out.String(), "t1") || attempts.Load() != 3 {
+		t.Fatalf("search printed %q after %d attempts", out.String(), attempts.Load())
 	}
 }

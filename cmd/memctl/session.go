@@ -67,9 +67,10 @@ func (c *common) readSession(ctx context.Context, sess string) (view.Session, er
 		return v, err
 	}
 	defer nc.Close()
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	// Asked again, as the Go client asks a retrieve, when no retriever answered for a moment.
+	ctx, cancel := context.WithTimeout(ctx, client.DefaultRetry)
 	defer cancel()
-	msg, err := nc.RequestMsgWithContext(ctx, &nats.Msg{Subject: subject, Data: body})
+	msg, _, err := client.Request(ctx, nc, &nats.Msg{Subject: subject, Data: body}, 10*time.Second)
 	if err != nil {
 		return v, fmt.Errorf("requesting %s: %w", subject, err)
 	}

@@ -345,10 +345,48 @@ func TestFaults(t *testing.T) {
 	js, _ := jetstream.New(nc)
 	topo := events.DefaultTopology()
 	ctx := context.Background()
-	agent, err := client.New(nc, client.Options{Tenant: "chaos", Timeout: 3 * time.Second, PublishRetry: 60 * time.Second})
+	// The agent runs with the client's defaults: they ride through a leader change.
+	agent, err := client.New(nc, client.Options{Tenant: "chaos"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A plain nats.go publisher with the settings docs/protocol.md gives (publish,
+	// plain_test.go) publishes turns of tenant plain throughout, on its own connection.
+	pnc, err := nats.Connect(urls, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pnc.Close()
+	pjs, _ := jetstream.New(pnc)
+	const plainSessions = 5
+	plainStop, plainDone := make(chan struct{}), make(chan struct{})
+	plainPublished := map[string][]string{}
+	var plainFailed []error
+	var plainSlowest time.Duration
+	go func() {
+		defer close(plainDone)
+		tick := time.NewTicker(20 * time.Millisecond) // a plain agent's pace, not a wait for a condition
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-plainStop:
+				return
+			case <-tick.C:
+			}
+			sess := fmt.Sprintf("p%d", i%plainSessions)
+			msg, id, err := plainTurn(sess, i)
+			start := time.Now()
+			if err == nil {
+				_, err = publish(ctx, pjs, msg)
+			}
+			if err != nil {
+				plainFailed = append(plainFailed, fmt.Errorf("plain turn %s: %w", id, err))
+				continue
+			}
+			plainSlowest = max(plainSlowest, time.Since(start))
+			plainPublished[sess] = append(plainPublished[sess], id)
+		}
+	}()
 	// 50 sessions at a turn every ~10 ms: each session gets a turn about every half second and a
 	// pressure event about every 8 s, an agent's pace rather than a flood.
 	const minTurns, sessions = 1200, 50
@@ -438,9 +476,20 @@ func TestFaults(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond) // an agent's pace, not a wait for a condition
 	}
+	close(plainStop)
+	<-plainDone
 	t.Logf("slowest publish: %s; %d of %d retrieves failed", slowest, retrieveErrors, retrieves)
 	if retrieveErrors > 0 {
 		t.Errorf("%d of %d retrieves failed", retrieveErrors, retrieves)
+	}
+	plainTotal := 0
+	for _, ids := range plainPublished {
+		plainTotal += len(ids)
+	}
+	t.Logf("plain nats.go publisher (documented settings): %d turns acknowledged, %d failed, slowest %s",
+		plainTotal, len(plainFailed), plainSlowest)
+	for _, err := range plainFailed {
+		t.Error(err)
 	}
 	// Every turn is applied (read-your-writes on its session's last turn) ...
 	total := 0
@@ -482,6 +531,31 @@ func TestFaults(t *testing.T) {
 		t.Fatalf("the turns stream holds %d turns of the run, want %d (each once)", stored, total)
 	}
 	t.Logf("%d turns published, applied and stored once", total)
+	// The plain publisher's turns too: each stored once (no duplicate, none missing) and applied.
+	info, err = st.Info(ctx, jetstream.WithSubjectFilter("*.memory.turns.plain.>"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored = 0
+	for _, n := range info.State.Subjects {
+		stored += n
+	}
+	if stored != uint64(plainTotal) {
+		t.Fatalf("the turns stream holds %d turns of the plain publisher, want %d (each once)", stored, plainTotal)
+	}
+	for sess, ids := range plainPublished {
+		brokertest.CheckFor(t, 120*time.Second, 500*time.Millisecond, func() error {
+			h, _, err := store.Header(ctx, session.Key{Tenant: "plain", Session: sess})
+			if err != nil {
+				return err
+			}
+			if h.Turns != len(ids) {
+				return fmt.Errorf("plain session %s: %d turns applied, %d published", sess, h.Turns, len(ids))
+			}
+			return nil
+		})
+	}
+	t.Logf("plain publisher: %d turns stored once and applied, 0 failed", plainTotal)
 	// The compressions finish, and none asked the model again what an earlier attempt got an
 	// answer to: each distinct request is answered once, twice only when the killed compressor
 	// died with it in flight.
@@ -531,8 +605,8 @@ func TestFaults(t *testing.T) {
 			}
 			open += n
 		}
-		if open != sessions {
-			return fmt.Errorf("sessions_open over both ingest processes: %v, want %d", open, sessions)
+		if open != sessions+plainSessions {
+			return fmt.Errorf("sessions_open over both ingest processes: %v, want %d (the agent's and the plain publisher's)", open, sessions+plainSessions)
 		}
 		return nil
 	})

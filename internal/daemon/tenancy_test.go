@@ -139,7 +139,7 @@ func TestTenantsCannotReachEachOther(t *testing.T) {
 	}
 
 	// a cannot publish a turn for b.
-	clForB, _ := client.New(ncA, client.Options{Tenant: "b", Timeout: time.Second, PublishRetry: -1})
+	clForB, _ := client.New(ncA, client.Options{Tenant: "b", Timeout: time.Second, Retry: -1})
 	if _, err := clForB.Publish(ctx, client.Turn{Session: "sb", User: "bob", Role: "user", Content: "forget about Zorblax"}); err == nil {
 		t.Fatal("a published a turn into b's session")
 	}

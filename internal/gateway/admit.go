@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -59,6 +60,10 @@ type ownership struct {
 // header again before it is refused (a forget may have ended the session meanwhile), and only a
 // turn without a user on a session without an owner looks the session up in the turns stream.
 func (g *Gateway) admit(ctx context.Context, tenant string, evs []pending) map[int]*Problem {
+	// A read lost with a crashed server would hold the request up to its timeout, leaving the
+	// publish none: the checks get admitTimeout, and what they could not read goes through.
+	ctx, cancel := context.WithTimeout(ctx, admitTimeout)
+	defer cancel()
 	var bad map[int]*Problem
 	owners := map[string]*ownership{}
 	for i, ev := range evs {
@@ -91,6 +96,9 @@ func (g *Gateway) admit(ctx context.Context, tenant string, evs []pending) map[i
 	}
 	return bad
 }
+
+// admitTimeout bounds the reads of admit.
+const admitTimeout = 5 * time.Second
 
 // ownerOf reads the owner of a session: from the owners the gateway keeps when cached allows,
 // else from its stored header (and keeps it).

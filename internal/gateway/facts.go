@@ -158,7 +158,7 @@ func (g *Gateway) changeFact(r *http.Request, tenant string, req events.ForgetRe
 	if err != nil {
 		return reply, problem(http.StatusInternalServerError, "", err.Error())
 	}
-	msg, p := g.call(r, subject, body, 0, "agentmem-extractor")
+	msg, p := g.call(r, subject, body, 0, "agentmem-extractor", 0)
 	if p != nil {
 		if p.Status == http.StatusNotFound {
 			p = noFact(tenant, req.User, req.FactID)

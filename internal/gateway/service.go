@@ -41,8 +41,13 @@ func (g *Gateway) postRetrieve(w http.ResponseWriter, r *http.Request, tenant st
 		writeProblem(w, r, invalid(err))
 		return
 	}
-	g.request(w, r, subject, body, wait, "agentmem-retriever")
+	g.request(w, r, subject, body, wait, "agentmem-retriever", retrieveAttempt+wait)
 }
+
+// retrieveAttempt bounds one attempt of a retrieve, its wait_ms on top: the retriever answers
+// within it unless the request was lost (the server it went through crashed); the request's
+// timeout bounds every attempt.
+const retrieveAttempt = 5 * time.Second
 
 // deleteUser forgets a user through memory.forget.<tenant> and passes the reply through.
 func (g *Gateway) deleteUser(w http.ResponseWriter, r *http.Request, tenant string) {
@@ -61,13 +66,13 @@ func (g *Gateway) deleteUser(w http.ResponseWriter, r *http.Request, tenant stri
 		writeProblem(w, r, invalid(err))
 		return
 	}
-	g.request(w, r, subject, body, 0, "agentmem-extractor")
+	g.request(w, r, subject, body, 0, "agentmem-extractor", 0)
 }
 
 // request sends body to a service subject and writes its reply: 200 with the body as it is, or
 // the service error as a problem with the service's code as its status.
-func (g *Gateway) request(w http.ResponseWriter, r *http.Request, subject string, body []byte, extra time.Duration, service string) {
-	msg, p := g.call(r, subject, body, extra, service)
+func (g *Gateway) request(w http.ResponseWriter, r *http.Request, subject string, body []byte, extra time.Duration, service string, attempt time.Duration) {
+	msg, p := g.call(r, subject, body, extra, service, attempt)
 	if p != nil {
 		writeProblem(w, r, p)
 		return
@@ -76,8 +81,11 @@ func (g *Gateway) request(w http.ResponseWriter, r *http.Request, subject string
 }
 
 // call sends body to a service subject and returns its reply, or a problem: the failed request,
-// or the service error with the service's code as its status.
-func (g *Gateway) call(r *http.Request, subject string, body []byte, extra time.Duration, service string) (*nats.Msg, *Problem) {
+// or the service error with the service's code as its status. A request that no service
+// answered, as while the service's connection moves to another server, or that was answered 503
+// (not on "after") is sent again until the request's timeout (client.Request); so is one not
+// answered within attempt (0: the request's timeout, one attempt for what may take long).
+func (g *Gateway) call(r *http.Request, subject string, body []byte, extra time.Duration, service string, attempt time.Duration) (*nats.Msg, *Problem) {
 	ctx, cancel := context.WithTimeout(r.Context(), g.deadline(extra))
 	defer cancel()
 	req := nats.NewMsg(subject)
@@ -88,7 +96,10 @@ func (g *Gateway) call(r *http.Request, subject string, body []byte, extra time.
 			req.Header.Set(h, v)
 		}
 	}
-	msg, err := g.nc.RequestMsgWithContext(ctx, req)
+	if attempt <= 0 {
+		attempt = g.deadline(extra)
+	}
+	msg, _, err := client.Request(ctx, g.nc, req, attempt)
 	if err != nil {
 		return nil, g.requestProblem(err, subject, service, extra)
 	}

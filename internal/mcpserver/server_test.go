@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -413,7 +414,17 @@ func TestInvalidArgumentsAreToolErrors(t *testing.T) {
 
 func TestUnavailableServiceIsAToolError(t *testing.T) {
 	env := brokertest.Start(t) // NATS and JetStream, but no streams and no agentmem workers
-	cs := connect(t, newServer(t, env.NC, "acme", "alice", "s1"))
+	// One attempt each: with the default client a tool keeps trying for client.DefaultRetry
+	// before it says so (TestToolsRideThroughAMomentWithoutService).
+	cl, err := client.New(env.NC, client.Options{Tenant: "acme", Source: "agentmem/mcp", Retry: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := mcpserver.New(mcpserver.Config{Tenant: "acme", User: "alice", Session: "s1", Version: "test"}, cl, env.NC, env.JS, events.Topology{}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, s)
 	for _, tc := range []struct {
 		tool string
 		args map[string]any
@@ -430,6 +441,66 @@ func TestUnavailableServiceIsAToolError(t *testing.T) {
 			t.Errorf("%s: %q", tc.tool, msg)
 		}
 		t.Logf("%s: %s", tc.tool, msg)
+	}
+}
+
+// The tools' client is agentmem's Go client with its defaults: a moment without a stream leader
+// or a retriever (a leader election, a retriever moving to another server) costs a tool call
+// latency, not an error.
+func TestToolsRideThroughAMomentWithoutService(t *testing.T) {
+	env := brokertest.Start(t)
+	cs := connect(t, newServer(t, env.NC, "acme", "alice", "s1"))
+	nc := env.Connect(t)
+	// remember: the first three attempts find no stream (the reply nats.go takes for "no
+	// responders"), then the turns stream appears.
+	var attempts atomic.Int32
+	created := make(chan error, 1)
+	var spy *nats.Subscription
+	spy, err := nc.Subscribe("memory.turns.acme.s1", func(m *nats.Msg) {
+		_ = nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: nats.Header{"Status": []string{"503"}}})
+		if attempts.Add(1) == 3 {
+			_ = spy.Unsubscribe()
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				_, err := env.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "T", Subjects: []string{"memory.turns.>"}})
+				created <- err
+			}()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	out := callOK[mcpserver.RememberOutput](t, cs, "remember", map[string]any{"content": "I live in Porto."})
+	if err := <-created; err != nil {
+		t.Fatal(err)
+	}
+	if !out.Stored || attempts.Load() < 3 {
+		t.Fatalf("remember: %+v after %d attempts", out, attempts.Load())
+	}
+	// recall: the first two requests find no retriever (the reply nats.go takes for "no
+	// responders"), the third one is answered.
+	attempts.Store(0)
+	sub, err := nc.Subscribe("memory.retrieve.acme", func(m *nats.Msg) {
+		r := &nats.Msg{Subject: m.Reply, Header: nats.Header{"Status": []string{"503"}}}
+		if attempts.Add(1) == 3 {
+			r = &nats.Msg{Subject: m.Reply, Data: []byte(`{"entries":[{"id":"t1","type":"CONVERSATION","content":"I live in Porto.","timestamp":"2026-11-30T10:00:00Z","source":"short","score":1}]}`)}
+		}
+		_ = nc.PublishMsg(r)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	got := callOK[mcpserver.RecallOutput](t, cs, "recall", map[string]any{"query": "Porto"})
+	if len(got.Entries) != 1 || got.Entries[0].ID != "t1" || attempts.Load() != 3 {
+		t.Fatalf("recall: %+v after %d attempts", got, attempts.Load())
 	}
 }
 

@@ -135,7 +135,7 @@ func (c *Client) PublishBatch(ctx context.Context, turns []Turn) (_ []Ack, err e
 	defer func() { endSpan(span, err) }()
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, max(c.opts.PublishRetry, c.opts.Timeout))
+		ctx, cancel = context.WithTimeout(ctx, max(c.opts.Retry, c.opts.Timeout))
 		defer cancel()
 	}
 	acks := make([]Ack, len(msgs))

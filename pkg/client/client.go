@@ -30,14 +30,18 @@ type Options struct {
 	Tenant string
 	// Source is the CloudEvents source of published events ("agentmem/client").
 	Source string
-	// Timeout bounds each call whose context has no deadline (5s).
+	// Timeout bounds each attempt of a call (5s; a retrieve's attempt gets its WaitMS more).
 	Timeout time.Duration
-	// PublishRetry is how long Publish and EndSession keep trying a publish that failed for a
-	// passing reason (no stream answered, as while a cluster elects a new stream leader; a
-	// timeout; a 503): the same event with the same Nats-Msg-Id, so that it is stored once. It
-	// applies when the context has no deadline (10s; negative: one attempt only). Each attempt is
-	// bounded by Timeout. A refusal (a 4xx) is never retried.
-	PublishRetry time.Duration
+	// Retry is how long a call keeps trying when it failed for a passing reason, as while a
+	// cluster elects a new stream leader (nats-server waits 4-9 s after a leader crashed) or the
+	// connection moves to another server. Publish, EndSession and PublishBatch send the same
+	// event again, with the same Nats-Msg-Id, so that it is stored once, when no stream answered,
+	// the publish timed out or got a 5xx; Retrieve asks again when no retriever answered, none
+	// answered in time, or one answered 503 (not a 503 on "after": the retriever waited WaitMS
+	// already). It applies when the context has no deadline (30s, longer than an election;
+	// negative: one attempt only). Each attempt is bounded by Timeout (a retrieve's by Timeout
+	// plus its WaitMS, which the retry adds to as well). A refusal (a 4xx) is never retried.
+	Retry time.Duration
 	// Structured publishes events in structured content mode instead of binary mode.
 	Structured bool
 	// TracerProvider makes the client's spans ("memory.turns publish", "memory.retrieve"), whose
@@ -46,6 +50,10 @@ type Options struct {
 	// provider, a no-op unless the application sets one.
 	TracerProvider trace.TracerProvider
 }
+
+// DefaultRetry is Options.Retry's default: longer than a stream leader's election after a crash
+// (4-9 s) plus an attempt that went to the crashed leader (Timeout).
+const DefaultRetry = 30 * time.Second
 
 // Client talks to agentmem for one tenant. It is safe for concurrent use.
 type Client struct {
@@ -66,8 +74,8 @@ func New(nc *nats.Conn, opts Options) (*Client, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 5 * time.Second
 	}
-	if opts.PublishRetry == 0 {
-		opts.PublishRetry = 10 * time.Second
+	if opts.Retry == 0 {
+		opts.Retry = DefaultRetry
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -166,9 +174,9 @@ func (c *Client) message(ctx context.Context, session, id, typ string, at time.T
 }
 
 // publishRetrying publishes msg until it is stored, it is refused, or the deadline passes: the
-// context's, else PublishRetry from now.
+// context's, else Retry from now.
 func (c *Client) publishRetrying(ctx context.Context, msg *nats.Msg) (*jetstream.PubAck, int, error) {
-	if c.opts.PublishRetry < 0 {
+	if c.opts.Retry < 0 {
 		ctx, cancel := c.bound(ctx)
 		defer cancel()
 		pa, err := c.js.PublishMsg(ctx, msg)
@@ -176,7 +184,7 @@ func (c *Client) publishRetrying(ctx context.Context, msg *nats.Msg) (*jetstream
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, max(c.opts.PublishRetry, c.opts.Timeout))
+		ctx, cancel = context.WithTimeout(ctx, max(c.opts.Retry, c.opts.Timeout))
 		defer cancel()
 	}
 	return PublishStored(ctx, c.js, msg, c.opts.Timeout)
@@ -228,8 +236,10 @@ func endSpan(span trace.Span, err error) {
 	span.End()
 }
 
-// Retrieve asks the retriever. Service errors come back as *ServiceError (400 for a bad
-// request, 503 when After was not applied within WaitMS, …).
+// Retrieve asks the retriever. A request no retriever answered (none running for a moment, as
+// while its connection moves to another server), that timed out or that was answered 503 for a
+// passing reason is asked again until Retry (see Options). Service errors come back as
+// *ServiceError (400 for a bad request, 503 when After was not applied within WaitMS, …).
 func (c *Client) Retrieve(ctx context.Context, req events.RetrieveRequest) (_ events.RetrieveReply, err error) {
 	var reply events.RetrieveReply
 	subject, err := events.RetrieveSubject(c.opts.Tenant)
@@ -240,37 +250,84 @@ func (c *Client) Retrieve(ctx context.Context, req events.RetrieveRequest) (_ ev
 	if err != nil {
 		return reply, fmt.Errorf("encoding request: %w", err)
 	}
-	if req.WaitMS > 0 {
-		if _, ok := ctx.Deadline(); !ok {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, c.opts.Timeout+time.Duration(req.WaitMS)*time.Millisecond)
-			defer cancel()
-		}
+	attempt := c.opts.Timeout + time.Duration(max(req.WaitMS, 0))*time.Millisecond
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, attempt+max(c.opts.Retry, 0))
+		defer cancel()
 	}
-	ctx, cancel := c.bound(ctx)
-	defer cancel()
 	ctx, span := c.tracer.Start(ctx, "memory.retrieve", trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attribute.String("agentmem.tenant", c.opts.Tenant), attribute.String("agentmem.session", req.Session)))
 	defer func() { endSpan(span, err) }()
 	rm := nats.NewMsg(subject)
 	rm.Data = body
 	events.InjectHeader(ctx, rm.Header)
-	err = c.request(ctx, rm, &reply)
+	if c.opts.Retry < 0 {
+		err = c.request(ctx, rm, &reply)
+		return reply, err
+	}
+	msg, attempts, err := Request(ctx, c.nc, rm, attempt)
+	span.SetAttributes(attribute.Int("agentmem.request.attempts", attempts))
+	if err != nil {
+		return reply, fmt.Errorf("requesting %s (%d attempts): %w", rm.Subject, attempts, err)
+	}
+	err = decodeReply(msg, rm.Subject, &reply)
 	return reply, err
 }
 
-// request sends rm and decodes the reply into out: a service error as *ServiceError, a reply
-// that is not JSON as an error saying so.
+// Request sends the request rm until a service answers it with something other than a passing
+// failure, or ctx ends, and returns the last reply (which may carry a service error: see
+// ServiceErrorOf) and the number of attempts. Each attempt is bounded by attempt. A passing
+// failure is tried again after a backoff from 50ms up to 1s: no responders (the service is not
+// subscribed for a moment, as while its connection moves to another server), no reply within
+// attempt, the connection being re-established, or a service error 503 that is not about the
+// field "after" (a 503 on "after" says the service waited for that turn already). The error is
+// the last attempt's when no reply came.
+func Request(ctx context.Context, nc *nats.Conn, rm *nats.Msg, attempt time.Duration) (*nats.Msg, int, error) {
+	wait := 50 * time.Millisecond
+	for n := 1; ; n++ {
+		actx, cancel := context.WithTimeout(ctx, attempt)
+		msg, err := nc.RequestMsgWithContext(actx, rm)
+		cancel()
+		switch {
+		case err == nil:
+			if se := ServiceErrorOf(msg); se == nil || !se.passing() || ctx.Err() != nil {
+				return msg, n, nil
+			}
+		case !transient(err) || ctx.Err() != nil:
+			return nil, n, err
+		}
+		select {
+		case <-ctx.Done():
+			if err == nil {
+				return msg, n, nil
+			}
+			return nil, n, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// request sends rm once and decodes the reply into out.
 func (c *Client) request(ctx context.Context, rm *nats.Msg, out any) error {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
 	msg, err := c.nc.RequestMsgWithContext(ctx, rm)
 	if err != nil {
 		return fmt.Errorf("requesting %s: %w", rm.Subject, err)
 	}
+	return decodeReply(msg, rm.Subject, out)
+}
+
+// decodeReply decodes a service's reply to a request on subject into out: a service error as
+// *ServiceError, a reply that is not JSON as an error saying so.
+func decodeReply(msg *nats.Msg, subject string, out any) error {
 	if se := ServiceErrorOf(msg); se != nil {
 		return se
 	}
 	if err := json.Unmarshal(msg.Data, out); err != nil {
-		return fmt.Errorf("decoding the reply on %s: %w", rm.Subject, err)
+		return fmt.Errorf("decoding the reply on %s: %w", subject, err)
 	}
 	return nil
 }

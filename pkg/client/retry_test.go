@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/agentmem/agentmem/internal/broker/brokertest"
 	"github.com/agentmem/agentmem/pkg/client"
+	"github.com/agentmem/agentmem/pkg/events"
 )
 
 // A publish that no stream answers yet (a stream leader being elected answers nothing either) is
@@ -42,7 +44,7 @@ func TestPublishRidesThroughAnAbsentStream(t *testing.T) {
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	cl, err := client.New(env.Connect(t), client.Options{Tenant: "acme", Timeout: 300 * time.Millisecond, PublishRetry: 20 * time.Second})
+	cl, err := client.New(env.Connect(t), client.Options{Tenant: "acme", Timeout: 300 * time.Millisecond, Retry: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +81,7 @@ func TestPublishDoesNotRetryARefusal(t *testing.T) {
 	if err := nc.Flush(); err != nil { // the responder is known to the server before the publish
 		t.Fatal(err)
 	}
-	cl, _ := client.New(env.Connect(t), client.Options{Tenant: "acme", Timeout: time.Second, PublishRetry: 20 * time.Second})
+	cl, _ := client.New(env.Connect(t), client.Options{Tenant: "acme", Timeout: time.Second, Retry: 20 * time.Second})
 	start := time.Now()
 	_, err = cl.Publish(context.Background(), client.Turn{Session: "s1", User: "alice", Role: "user", Content: "hello"})
 	var apiErr *jetstream.APIError
@@ -89,10 +91,84 @@ func TestPublishDoesNotRetryARefusal(t *testing.T) {
 	if n := attempts.Load(); n != 1 || time.Since(start) > 5*time.Second {
 		t.Fatalf("%d attempts in %s, want 1 at once", n, time.Since(start))
 	}
-	// The same with retries off, and a deadline on the context wins over PublishRetry.
-	cl, _ = client.New(env.Connect(t), client.Options{Tenant: "acme", Timeout: 100 * time.Millisecond, PublishRetry: -1})
+	// The same with retries off, and a deadline on the context wins over Retry.
+	cl, _ = client.New(env.Connect(t), client.Options{Tenant: "acme", Timeout: 100 * time.Millisecond, Retry: -1})
 	if _, err := cl.Publish(context.Background(), client.Turn{Session: "nobody", User: "alice", Role: "user", Content: "x"}); err == nil ||
 		!strings.Contains(err.Error(), "1 attempts") {
 		t.Fatalf("retries off: %v", err)
+	}
+}
+
+// A retrieve that found no retriever (as while the retriever's connection moves to another
+// server), got no answer in time, or was answered 503 (not ready) is asked again until a
+// retriever answers; one answered 400 or 404, or 503 on "after" (the retriever waited for the
+// turn already), is final at once.
+func TestRetrieveRetriesOnlyPassingFailures(t *testing.T) {
+	env := brokertest.Start(t)
+	nc := env.Connect(t)
+	cl, err := client.New(env.Connect(t), client.Options{Tenant: "acme", Timeout: 300 * time.Millisecond, Retry: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Replies the scripted retriever sends.
+	var (
+		silence     = &nats.Msg{} // no answer: the attempt times out
+		noResponder = &nats.Msg{Header: nats.Header{"Status": []string{"503"}}}
+		answer      = &nats.Msg{Data: []byte(`{"entries":[],"context":"ok"}`)}
+	)
+	serviceError := func(code int, field, message string) *nats.Msg {
+		data, _ := json.Marshal(map[string]any{"error": map[string]any{"code": code, "field": field, "message": message}})
+		return &nats.Msg{Header: nats.Header{"Nats-Service-Error-Code": []string{strconv.Itoa(code)}, "Nats-Service-Error": []string{message}}, Data: data}
+	}
+	for _, tc := range []struct {
+		name     string
+		replies  []*nats.Msg // the answer to each attempt, in order; the last one repeats
+		attempts int32
+		code     int // the ServiceError's code; 0: success
+	}{
+		// nats.go takes an empty reply with Status 503 as the server's "no responders".
+		{"no retriever for a moment", []*nats.Msg{noResponder, noResponder, answer}, 3, 0},
+		{"a request lost", []*nats.Msg{silence, answer}, 2, 0},
+		{"503 not ready", []*nats.Msg{serviceError(503, "", "not ready"), answer}, 2, 0},
+		{"400 is final", []*nats.Msg{serviceError(400, "query", "query must not be empty"), answer}, 1, 400},
+		{"404 is final", []*nats.Msg{serviceError(404, "", "no such thing"), answer}, 1, 404},
+		{"429 is final", []*nats.Msg{serviceError(429, "", "rate limit"), answer}, 1, 429},
+		{"503 on after is final", []*nats.Msg{serviceError(503, "after", `turn "t9" of session "s1" is not applied yet (waited 50 ms)`), answer}, 1, 503},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var attempts atomic.Int32
+			sub, err := nc.Subscribe("memory.retrieve.acme", func(m *nats.Msg) {
+				n := attempts.Add(1)
+				r := *tc.replies[min(int(n), len(tc.replies))-1]
+				if r.Header == nil && r.Data == nil {
+					return
+				}
+				r.Subject = m.Reply
+				_ = nc.PublishMsg(&r)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sub.Unsubscribe()
+			if err := nc.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			reply, err := cl.Retrieve(context.Background(), events.RetrieveRequest{Query: "q", Session: "s1"})
+			var se *client.ServiceError
+			switch {
+			case tc.code == 0 && (err != nil || reply.Context != "ok"):
+				t.Fatalf("retrieve: %+v, %v", reply, err)
+			case tc.code != 0 && (!errors.As(err, &se) || se.Code != tc.code):
+				t.Fatalf("retrieve: %v, want a service error %d", err, tc.code)
+			}
+			if n := attempts.Load(); n != tc.attempts {
+				t.Fatalf("%d attempts, want %d", n, tc.attempts)
+			}
+		})
+	}
+	// With retries off, one attempt.
+	off, _ := client.New(env.Connect(t), client.Options{Tenant: "acme", Timeout: 200 * time.Millisecond, Retry: -1})
+	if _, err := off.Retrieve(context.Background(), events.RetrieveRequest{Query: "q"}); !errors.Is(err, nats.ErrNoResponders) {
+		t.Fatalf("retries off, no retriever: %v", err)
 	}
 }

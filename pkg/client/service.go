@@ -33,6 +33,10 @@ func (e *ServiceError) Error() string {
 	return fmt.Sprintf("agentmem: %d %s", e.Code, e.Message)
 }
 
+// passing reports whether the error may pass when the request is sent again: a 503 (the service
+// is not ready) that is not about the field "after" (the service waited for that turn already).
+func (e *ServiceError) passing() bool { return e.Code == 503 && e.Field != "after" }
+
 // ServiceErrorOf decodes the error a service reply carries: the NATS micro error headers
 // (Nats-Service-Error-Code, Nats-Service-Error) and, when the body is agentmem's error body
 // ({"error":{"code","field","message"}}), its field and message. It returns nil when msg is not an

@@ -39,10 +39,15 @@ CONTENT_TYPE_STRUCTURED = "application/cloudevents+json"
 CONTENT_TYPE_BATCH = "application/cloudevents-batch+json"
 
 # Statuses retried (honouring Retry-After): the tenant is over its rate, or the service, NATS or
-# JetStream is not there for a moment. Every request is safe to repeat: events carry their ids,
-# retrieve and facts only read, forget forgets what is left. A 503 on field "after" is not
-# retried: the retriever waited the request's wait_ms for that turn already.
-RETRY_STATUSES = frozenset({429, 503})
+# JetStream is not there for a moment (a gateway or proxy in front of it included). Every request
+# is safe to repeat: events carry their ids, retrieve and facts only read, forget forgets what is
+# left. A 503 on field "after" is not retried: the retriever waited the request's wait_ms for that
+# turn already.
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+
+# How long a call keeps trying by default, in seconds: longer than a NATS stream's leader election
+# after a crash (4-9 s) with an attempt lost in it.
+DEFAULT_RETRY_FOR = 30.0
 
 
 def _check_token(name: str, value: Any) -> str:
@@ -68,12 +73,17 @@ class Client:
             when the gateway runs without ``--tokens``.
         timeout: seconds one HTTP request may take (a retrieve with ``wait_ms`` gets that much
             more); beyond it :class:`~agentmem.errors.AgentmemTimeoutError`.
-        max_attempts: attempts of one call when the server answers 429 or 503 (not a 503 on
-            ``after``: ``wait_ms`` has passed) or cannot be reached (1: no retries).
+        retry_for: seconds during which a call that failed for a passing reason is tried again
+            (30): a 429, 502, 503 (not a 503 on ``after``: ``wait_ms`` has passed) or 504 answer,
+            a connection failure or a timeout. No retry starts later than ``retry_for`` after
+            the first attempt (0: no retries).
+        max_attempts: attempts of one call at most (``None``: as many as ``retry_for`` allows;
+            1: no retries).
         backoff: the first wait between attempts, doubled each time up to ``max_backoff``, with
             jitter, when the answer has no ``Retry-After``.
-        max_retry_after: the longest ``Retry-After`` (seconds) the client waits; a longer one
-            is raised at once (its ``retry_after`` says how long).
+        max_retry_after: the longest ``Retry-After`` (seconds) the client waits; a longer one,
+            or one that ends after ``retry_for``, is raised at once (its ``retry_after`` says
+            how long).
         source: the CloudEvents ``source`` of published events.
     """
 
@@ -84,7 +94,8 @@ class Client:
         *,
         token: Optional[str] = None,
         timeout: float = 30.0,
-        max_attempts: int = 4,
+        retry_for: float = DEFAULT_RETRY_FOR,
+        max_attempts: Optional[int] = None,
         backoff: float = 0.2,
         max_backoff: float = 5.0,
         max_retry_after: float = 60.0,
@@ -98,7 +109,8 @@ class Client:
         self.tenant = _check_token("tenant", tenant)
         self.token = token
         self.timeout = timeout
-        self.max_attempts = max(1, int(max_attempts))
+        self.retry_for = max(0.0, float(retry_for))
+        self.max_attempts = None if max_attempts is None else max(1, int(max_attempts))
         self.backoff = backoff
         self.max_backoff = max_backoff
         self.max_retry_after = max_retry_after
@@ -392,10 +404,10 @@ class Client:
         content_type: Optional[str] = None,
         timeout: Optional[float] = None,
     ) -> Dict[str, Any]:
-        """Sends one request, retrying 429 and 503 answers (after Retry-After, or a jittered
-        backoff; not a 503 on ``after``) and connection failures up to max_attempts, and returns
-        the decoded JSON reply. The body is encoded once: every attempt sends the same bytes (the
-        same ids)."""
+        """Sends one request, retrying what may pass (429, 502, 503 and 504 answers, after
+        Retry-After or a jittered backoff, not a 503 on ``after``; connection failures;
+        timeouts) while ``retry_for`` allows, and returns the decoded JSON reply. The body is
+        encoded once: every attempt sends the same bytes (the same ids)."""
         data = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
         headers = {"Accept": "application/json", "User-Agent": self.user_agent}
         if content_type:
@@ -404,30 +416,37 @@ class Client:
             headers["Authorization"] = "Bearer " + self.token
         url = self.base_url + path
         timeout = self.timeout if timeout is None else timeout
+        start = _time.monotonic()
         attempt = 0
         while True:
             attempt += 1
             try:
                 return self._send(method, url, data, headers, timeout)
             except AgentmemError as err:
-                wait = self._retry_wait(err, attempt)
+                wait = self._retry_wait(err, attempt, _time.monotonic() - start)
                 if wait is None:
                     raise
             self._sleep(wait)
 
-    def _retry_wait(self, err: AgentmemError, attempt: int) -> Optional[float]:
-        """Returns how long to wait before trying again after err, or None to give up."""
-        retriable = err.status in RETRY_STATUSES or isinstance(err, errors.AgentmemConnectionError)
+    def _retry_wait(self, err: AgentmemError, attempt: int, elapsed: float) -> Optional[float]:
+        """Returns how long to wait before trying again after err, the attempt-th, elapsed
+        seconds after the first began; or None to give up."""
+        retriable = err.status in RETRY_STATUSES or isinstance(
+            err, (errors.AgentmemConnectionError, errors.AgentmemTimeoutError))
         if err.status == 503 and err.field == "after":
             retriable = False  # the turn was not applied within wait_ms: waiting is done
-        if not retriable or attempt >= self.max_attempts:
+        if not retriable or (self.max_attempts is not None and attempt >= self.max_attempts):
             return None
         if err.retry_after is not None:
             if err.retry_after > self.max_retry_after:
                 return None
-            return err.retry_after
-        base = min(self.max_backoff, self.backoff * (2 ** (attempt - 1)))
-        return base * random.uniform(0.5, 1.0)
+            wait = err.retry_after
+        else:
+            base = min(self.max_backoff, self.backoff * (2 ** (attempt - 1)))
+            wait = base * random.uniform(0.5, 1.0)
+        if elapsed + wait > self.retry_for:
+            return None
+        return wait
 
     def _send(
         self, method: str, url: str, data: Optional[bytes], headers: Dict[str, str], timeout: float

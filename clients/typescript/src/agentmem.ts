@@ -11,6 +11,7 @@ import { randomUUID } from "node:crypto";
 
 import { errors, headers } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { JetStreamApiError } from "@nats-io/jetstream";
 import type { JetStreamClient } from "@nats-io/jetstream";
 
 /** CloudEvent type of a conversation turn. */
@@ -30,9 +31,21 @@ export interface Options {
   tenant: string;
   /** The CloudEvents source of published events (default "agentmem/typescript"). */
   source?: string;
-  /** Bounds each call, in milliseconds (default 5000); a retrieve adds its wait_ms. */
+  /** Bounds each attempt of a call, in milliseconds (default 5000); a retrieve adds its wait_ms. */
   timeoutMs?: number;
+  /**
+   * How long a call that failed for a passing reason is tried again, in milliseconds (default
+   * 30000, longer than a stream's leader election after a node crashed, 4-9 s; 0: one attempt).
+   * A publish is sent again, with the same Nats-Msg-Id (stored once), when no stream answered,
+   * none answered within timeoutMs, or JetStream answered 5xx; a retrieve is asked again when no
+   * retriever answered, none answered in time, or it answered 503 (not a 503 on `after`: it
+   * waited wait_ms already). Backoff from 50 ms doubling up to 1 s. A 4xx is never retried.
+   */
+  retryMs?: number;
 }
+
+/** How long a call keeps trying by default (Options.retryMs), in milliseconds. */
+export const DEFAULT_RETRY_MS = 30_000;
 
 /** One conversation turn to remember. */
 export interface Turn {
@@ -164,37 +177,66 @@ export async function retrieve(nc: NatsConnection, opts: Options, req: RetrieveR
   checkToken("tenant", opts.tenant);
   const subject = `memory.retrieve.${opts.tenant}`;
   const timeout = (opts.timeoutMs ?? 5000) + (req.wait_ms ?? 0);
-  let msg;
-  try {
-    msg = await nc.request(subject, JSON.stringify(req), { timeout });
-  } catch (err) {
-    if (err instanceof errors.NoRespondersError || (err instanceof errors.RequestError && err.isNoResponders())) {
-      throw new Error(`agentmem: no retriever answers on ${subject}`, { cause: err });
-    }
-    if (err instanceof errors.TimeoutError) {
-      throw new Error(`agentmem: no reply on ${subject} within ${timeout} ms`, { cause: err });
-    }
-    throw err;
-  }
-  const code = msg.headers?.get("Nats-Service-Error-Code");
-  if (code) {
-    let message = msg.headers?.get("Nats-Service-Error") ?? "";
-    let field: string | undefined;
+  const body = JSON.stringify(req);
+  const msg = await retrying(opts, async () => {
+    let m;
     try {
-      const body = msg.json<{ error?: { code?: number; field?: string; message?: string } }>();
-      if (body.error?.message) {
-        message = body.error.message;
-        field = body.error.field || undefined;
+      m = await nc.request(subject, body, { timeout });
+    } catch (err) {
+      if (err instanceof errors.NoRespondersError || (err instanceof errors.RequestError && err.isNoResponders())) {
+        throw new Passing(`agentmem: no retriever answers on ${subject}`, { cause: err });
       }
-    } catch {
-      // The headers say enough.
+      if (err instanceof errors.TimeoutError || (err instanceof errors.RequestError && err.cause instanceof errors.TimeoutError)) {
+        throw new Passing(`agentmem: no reply on ${subject} within ${timeout} ms`, { cause: err });
+      }
+      throw err;
     }
-    if (Number(code) === 400 && field === "after" && message.includes("was rejected")) {
-      throw new TurnRejectedError(message);
+    const code = m.headers?.get("Nats-Service-Error-Code");
+    if (code) {
+      let message = m.headers?.get("Nats-Service-Error") ?? "";
+      let field: string | undefined;
+      try {
+        const body = m.json<{ error?: { code?: number; field?: string; message?: string } }>();
+        if (body.error?.message) {
+          message = body.error.message;
+          field = body.error.field || undefined;
+        }
+      } catch {
+        // The headers say enough.
+      }
+      if (Number(code) === 400 && field === "after" && message.includes("was rejected")) {
+        throw new TurnRejectedError(message);
+      }
+      const se = new ServiceError(Number(code), message, field);
+      // A 503 is the service not being ready; on "after" it waited wait_ms for the turn already.
+      throw Number(code) === 503 && field !== "after" ? new Passing(se.message, { cause: se }) : se;
     }
-    throw new ServiceError(Number(code), message, field);
-  }
+    return m;
+  });
   return msg.json<RetrieveReply>();
+}
+
+/** A failure that may pass when the call is made again; its cause is what the caller sees. */
+class Passing extends Error {}
+
+/**
+ * Calls fn until it resolves, throws something other than Passing, or opts.retryMs has passed
+ * since the first call, backing off from 50 ms up to 1 s. A Passing that ends the calls is
+ * thrown as its cause when that is a ServiceError, else as an Error with its message.
+ */
+async function retrying<T>(opts: Options, fn: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + Math.max(0, opts.retryMs ?? DEFAULT_RETRY_MS);
+  for (let wait = 50; ; wait = Math.min(2 * wait, 1000)) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (!(err instanceof Passing)) throw err;
+      if (Date.now() + wait > deadline) {
+        throw err.cause instanceof ServiceError ? err.cause : new Error(err.message, { cause: err.cause });
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, wait));
+  }
 }
 
 /** Percent-encodes a CloudEvents header value: UTF-8 bytes outside U+0021..U+007E, space, '"' and '%'. */
@@ -233,11 +275,27 @@ async function publish(
   h.set("ce-source", encodeHeaderValue(opts.source ?? "agentmem/typescript"));
   h.set("ce-time", time.toISOString());
   h.set("content-type", "application/json");
-  // msgID sets Nats-Msg-Id: a retried publish of the same id is stored once.
-  const pa = await js.publish(subject, JSON.stringify(body), {
-    headers: h,
-    msgID: `${opts.tenant}.${session}.${id}`,
-    timeout: opts.timeoutMs ?? 5000,
+  const data = JSON.stringify(body);
+  const timeout = opts.timeoutMs ?? 5000;
+  const pa = await retrying(opts, async () => {
+    try {
+      // msgID sets Nats-Msg-Id: a retried publish of the same id is stored once.
+      return await js.publish(subject, data, { headers: h, msgID: `${opts.tenant}.${session}.${id}`, timeout });
+    } catch (err) {
+      // No stream answered (nats.js says "jetstream is not enabled", with the no responders as
+      // its cause), as while the stream elects a leader; no answer in time; a 5xx.
+      const cause = (err as Error).cause;
+      if ((cause instanceof errors.RequestError && cause.isNoResponders()) || cause instanceof errors.NoRespondersError) {
+        throw new Passing(`agentmem: no stream answers on ${subject}`, { cause: err });
+      }
+      if (err instanceof errors.TimeoutError || (err instanceof errors.RequestError && err.cause instanceof errors.TimeoutError)) {
+        throw new Passing(`agentmem: no acknowledgement on ${subject} within ${timeout} ms`, { cause: err });
+      }
+      if (err instanceof JetStreamApiError && err.status >= 500) {
+        throw new Passing(`agentmem: publishing on ${subject}: ${err.message}`, { cause: err });
+      }
+      throw err;
+    }
   });
   return { id, stream: pa.stream, seq: pa.seq, duplicate: pa.duplicate };
 }

@@ -45,18 +45,19 @@ export class PermissionDeniedError extends AgentmemError {}
 export class NotFoundError extends AgentmemError {}
 /** 413: the body or event is too large. */
 export class PayloadTooLargeError extends AgentmemError {}
-/** 429: the tenant is over its rate. */
+/** 429: the tenant is over its rate (tried again, after Retry-After, for up to retryMs before thrown). */
 export class RateLimitError extends AgentmemError {}
 /** 500: the service failed. */
 export class ServerError extends AgentmemError {}
 /**
- * 503: NATS, JetStream or the service is not there; or, with `field` "after", the turn `after`
- * was not applied within `wait_ms` (the service waited that long already).
+ * 503: NATS, JetStream or the service is not there (tried again for up to retryMs before
+ * thrown); or, with `field` "after", the turn `after` was not applied within `wait_ms` (thrown at
+ * once: the service waited that long already).
  */
 export class ServiceUnavailableError extends AgentmemError {}
-/** 504: NATS did not answer in time. */
+/** 504: NATS did not answer in time (tried again for up to retryMs before thrown). */
 export class GatewayTimeoutError extends AgentmemError {}
-/** No answer from the HTTP API at all (connection refused, timeout). */
+/** No answer from the HTTP API at all (connection refused, timeout), after trying for up to retryMs. */
 export class AgentmemConnectionError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);

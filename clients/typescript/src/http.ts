@@ -11,6 +11,12 @@ import type {
 
 const tokenRe = /^[A-Za-z0-9_-]{1,64}$/;
 
+/** How long a call keeps trying by default (ClientOptions.retryMs), in milliseconds. */
+export const DEFAULT_RETRY_MS = 30_000;
+
+/** The statuses of answers that may pass when asked again (a 503 on `after` excepted). */
+const RETRY_STATUSES = new Set([429, 502, 503, 504]);
+
 export interface ClientOptions {
   /** The gateway's base URL, e.g. http://127.0.0.1:8080 (memoryd --http). */
   url: string;
@@ -19,8 +25,22 @@ export interface ClientOptions {
   token?: string;
   /** The CloudEvents source of published events (default "agent/typescript"). */
   source?: string;
-  /** Per-request timeout in milliseconds (default 10000); a retrieve adds its wait_ms. */
+  /** Bounds each attempt of a call, in milliseconds (default 10000); a retrieve adds its wait_ms. */
   timeoutMs?: number;
+  /**
+   * How long a call that failed for a passing reason is tried again, in milliseconds (default
+   * 30000, longer than a NATS stream's leader election after a node crashed; 0: one attempt):
+   * a 429, 502, 503 (not a 503 on `after`: the retriever waited wait_ms already) or 504 answer,
+   * a connection failure or a timeout. It waits Retry-After when the answer has one (a wait past
+   * retryMs is thrown at once), else a jittered backoff from backoffMs doubling up to
+   * maxBackoffMs. Every attempt sends the same body: events keep their ids, so a retried
+   * publish is stored once.
+   */
+  retryMs?: number;
+  /** The first wait between attempts, in milliseconds (default 200). */
+  backoffMs?: number;
+  /** The longest wait between attempts without Retry-After, in milliseconds (default 5000). */
+  maxBackoffMs?: number;
   /** The fetch to use (default globalThis.fetch). */
   fetch?: typeof fetch;
 }
@@ -52,6 +72,9 @@ export class AgentmemClient {
   readonly source: string;
   private readonly token: string | undefined;
   private readonly timeoutMs: number;
+  private readonly retryMs: number;
+  private readonly backoffMs: number;
+  private readonly maxBackoffMs: number;
   private readonly fetch: typeof fetch;
 
   constructor(opts: ClientOptions) {
@@ -63,6 +86,9 @@ export class AgentmemClient {
     this.token = opts.token || undefined;
     this.source = opts.source ?? "agent/typescript";
     this.timeoutMs = opts.timeoutMs ?? 10_000;
+    this.retryMs = Math.max(0, opts.retryMs ?? DEFAULT_RETRY_MS);
+    this.backoffMs = opts.backoffMs ?? 200;
+    this.maxBackoffMs = opts.maxBackoffMs ?? 5_000;
     this.fetch = opts.fetch ?? globalThis.fetch;
   }
 
@@ -194,22 +220,61 @@ export class AgentmemClient {
     return `/v1/tenants/${encodeURIComponent(this.tenant)}/${parts.map(encodeURIComponent).join("/")}`;
   }
 
+  /**
+   * Sends a request, trying again what may pass (see ClientOptions.retryMs) with the same body,
+   * and resolves with the decoded reply.
+   */
   private async request<T>(method: string, path: string, body?: unknown, contentType = "application/json", extraMs = 0): Promise<T> {
     const headers: Record<string, string> = { accept: "application/json" };
     if (this.token) headers.authorization = `Bearer ${this.token}`;
     if (body !== undefined) headers["content-type"] = contentType;
+    const payload = body === undefined ? undefined : JSON.stringify(body); // encoded once: the same ids every attempt
+    const start = Date.now();
+    for (let attempt = 1; ; attempt++) {
+      let failure: Error;
+      try {
+        return await this.attempt<T>(method, path, headers, payload, extraMs);
+      } catch (err) {
+        failure = err as Error;
+      }
+      const wait = this.retryWait(failure, attempt, Date.now() - start);
+      if (wait === undefined) throw failure;
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
+
+  /** How long to wait before trying again after err, the attempt-th, elapsedMs after the first began; undefined: give up. */
+  private retryWait(err: Error, attempt: number, elapsedMs: number): number | undefined {
+    let wait: number;
+    if (err instanceof AgentmemError) {
+      if (!RETRY_STATUSES.has(err.status) || (err.status === 503 && err.field === "after")) return undefined;
+      wait = err.retryAfter !== undefined ? err.retryAfter * 1000 : this.backoff(attempt);
+    } else if (err instanceof AgentmemConnectionError) {
+      wait = this.backoff(attempt);
+    } else {
+      return undefined;
+    }
+    return elapsedMs + wait > this.retryMs ? undefined : wait;
+  }
+
+  private backoff(attempt: number): number {
+    return Math.min(this.maxBackoffMs, this.backoffMs * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2);
+  }
+
+  private async attempt<T>(method: string, path: string, headers: Record<string, string>, payload: string | undefined, extraMs: number): Promise<T> {
     let resp: Response;
+    let text: string;
     try {
       resp = await this.fetch(this.url + path, {
         method,
         headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
+        body: payload,
         signal: AbortSignal.timeout(this.timeoutMs + extraMs),
       });
+      text = await resp.text();
     } catch (err) {
       throw new AgentmemConnectionError(`agentmem: ${method} ${this.url}${path}: ${(err as Error).message}`, { cause: err });
     }
-    const text = await resp.text();
     if (resp.ok) {
       return JSON.parse(text) as T;
     }

@@ -292,6 +292,9 @@ var (
 	}()
 	// "my sister Anna", "my best friend, Mel", "my dog named Max", "my wife is called Sarah".
 	reKinEN = regexp.MustCompile(`(?i:\bmy\s+(?:(?:older|younger|little|big|baby|twin|new|old|dear|late)\s+)?(` + kinWordsEN + `)s?)(?:,\s*|\s+(?:(?i:named|called|is\s+called|is\s+named|whose\s+name\s+is)\s+)?)([A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)\b`)
+	// "Anna married Tom", "Anna is married to Tom", 小美和小刚结婚了.
+	reMarriedEN = regexp.MustCompile(`\b([A-Z][a-z]+)\s+(?:(?:just|recently|finally)\s+)?(?:married|is\s+married\s+to|got\s+married\s+to|is\s+engaged\s+to|got\s+engaged\s+to)\s+([A-Z][a-z]+)\b`)
+	reMarriedZH = regexp.MustCompile(`([\p{Han}]{2,3})和([\p{Han}]{2,3}?)(?:结婚了|结婚|订婚了)`)
 	// 我妹妹小美, 我的朋友王芳, 我老婆叫李娜.
 	reKinZH = regexp.MustCompile(`我(?:的)?(?:亲)?(` + kinWordsZH + `)(?:叫|名叫|名字叫)?([\p{Han}]{2,4})`)
 	// "Melanie, Mel for short", "Melanie (Mel)", "Melanie, who goes by Mel", "Mel is short for Melanie".
@@ -306,7 +309,7 @@ var (
 	reAliasRevZH = regexp.MustCompile(`([\p{Han}]{2,3})是([\p{Han}]{2,4}?)的(?:小名|昵称|外号)`)
 	reAliasOfZH  = regexp.MustCompile(`([\p{Han}]{2,4}?)(?:的)?(?:小名|昵称|外号)(?:是|叫)([\p{Han}]{2,3})`)
 	// A capitalised run of one to three words, after a word that says what it is.
-	reNamedEN = regexp.MustCompile(`\b(in|to|from|near|visit|visited|visiting|at|for|with|and|met|called|named|about|see|saw|love|like)\s+((?:[A-Z][a-z]+|[A-Z]{2,})(?:\s+(?:[A-Z][a-z]+|[A-Z]{2,}|of|de|van|von)){0,2})\b`)
+	reNamedEN = regexp.MustCompile(`\b(in|to|from|near|visit|visited|visiting|at|for|with|and|met|married|called|named|about|see|saw|love|like)\s+(?:the\s+)?((?:[A-Z][a-z]+|[A-Z]{2,})(?:\s+(?:[A-Z][a-z]+|[A-Z]{2,}|of|de|van|von)){0,2})\b`)
 )
 
 // notNames are capitalised words that name nothing a graph keeps.
@@ -369,6 +372,19 @@ func (g *graphBuilder) fromTurn(t Turn) {
 		}
 		g.relation(UserName, rel, name, typ, false, prov)
 	}
+	for _, m := range reMarriedEN.FindAllStringSubmatch(t.Content, -1) {
+		if !notNames[strings.ToLower(m[1])] && !notNames[strings.ToLower(m[2])] {
+			g.relation(m[1], "married_to", m[2], "person", false, prov)
+			g.entity(m[1], "person")
+		}
+	}
+	for _, m := range reMarriedZH.FindAllStringSubmatch(t.Content, -1) {
+		a := g.knownZH(strings.TrimPrefix(m[1], "我"))
+		if a != "" && !strings.ContainsRune(a, '我') && !strings.ContainsRune(a, '们') {
+			g.relation(a, "married_to", m[2], "person", false, prov)
+			g.entity(a, "person")
+		}
+	}
 	for _, re := range reAliasEN {
 		for _, m := range re.FindAllStringSubmatch(t.Content, -1) {
 			if !notNames[strings.ToLower(m[2])] && !notNames[strings.ToLower(m[1])] {
@@ -407,7 +423,7 @@ func (g *graphBuilder) fromTurn(t Turn) {
 		switch word {
 		case "in", "to", "from", "near", "visit", "visited", "visiting":
 			typ = "place"
-		case "with", "met":
+		case "with", "met", "married":
 			typ = "person"
 		}
 		g.entity(strings.Join(words, " "), typ)
@@ -488,8 +504,25 @@ func (g *graphBuilder) result() Graph {
 		}
 		out.Entities = append(out.Entities, e)
 	}
+	// A relation said to end in a turn is not also said to hold by it ("my dog Max passed away").
+	endedIn := map[string]bool{}
+	for _, r := range g.rels {
+		if r.Ended {
+			for _, p := range r.Provenance {
+				endedIn[r.Subject+"\x00"+r.Relation+"\x00"+NormalizeName(r.Object)+"\x00"+p] = true
+			}
+		}
+	}
 	seen := map[string]bool{}
 	for _, r := range g.rels {
+		if !r.Ended {
+			r.Provenance = slices.DeleteFunc(slices.Clone(r.Provenance), func(p string) bool {
+				return endedIn[r.Subject+"\x00"+r.Relation+"\x00"+NormalizeName(r.Object)+"\x00"+p]
+			})
+			if len(r.Provenance) == 0 {
+				continue
+			}
+		}
 		k := r.Subject + "\x00" + r.Relation + "\x00" + NormalizeName(r.Object) + "\x00" + boolKey(r.Ended)
 		if seen[k] {
 			for i := range out.Relations {
@@ -548,4 +581,29 @@ func Mentions(text, name string) bool {
 
 func wordRune(r rune) bool {
 	return r != utf8.RuneError && (unicode.IsLetter(r) || unicode.IsDigit(r))
+}
+
+// RelationWords are the words that name a relation in a question about it, English and
+// Chinese: "sister" and 妹妹, 姐姐 for sister; "wife", "husband", 老婆 … for married_to. The
+// relation's own words come first ("lives_in": lives). It never fails.
+func RelationWords(relation string) []string {
+	var out []string
+	for _, w := range strings.Split(relation, "_") {
+		if len(w) > 2 && w != "has" && w != "with" {
+			out = append(out, w)
+		}
+	}
+	add := func(m map[string]string) {
+		var ws []string
+		for w, r := range m {
+			if r == relation && !slices.Contains(out, w) {
+				ws = append(ws, w)
+			}
+		}
+		slices.Sort(ws)
+		out = append(out, ws...)
+	}
+	add(kinEN)
+	add(kinZH)
+	return out
 }

@@ -1,0 +1,126 @@
+package graph
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentmem/agentmem/internal/fact"
+	"github.com/agentmem/agentmem/internal/search"
+)
+
+// Neighbour is the weight of what belongs to a neighbour (one hop away from an entity a query
+// names) beside what belongs to the named entity (1).
+const Neighbour = 0.5
+
+// Used is an entity a query named, or a neighbour of one, as the retriever reports it.
+type Used struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Type string `json:"type,omitempty"`
+	// Named is true for an entity the query names (by its name, an alias, or a relation of the
+	// user's: "my sister"), false for a neighbour.
+	Named bool `json:"named"`
+}
+
+// Related finds the entities query names at time at (by a name or an alias, as a whole word;
+// or by a relation of the user, "my sister" naming the user's sister) and their neighbours one
+// hop away along the edges stated by then (ended or not: "where did Anna live before?"), and
+// returns the turns that are theirs with a weight: 1 for a turn that names a named entity or
+// states one of its relations, Neighbour for a neighbour's. The user's own node is never
+// expanded (it neighbours everything). turns is nil when the query names nothing.
+func (v *View) Related(query string, at time.Time) (turns map[string]float64, used []Used) {
+	if v == nil || len(v.nodes) == 0 {
+		return nil, nil
+	}
+	named := map[string]bool{}
+	lower := strings.ToLower(query)
+	for _, nr := range v.names {
+		if named[nr.node] || len(search.Terms(nr.name)) == 0 {
+			continue
+		}
+		if fact.Mentions(query, nr.name) {
+			named[nr.node] = true
+		}
+	}
+	// A relation of the user's named by its word: "my sister", 我妹妹.
+	for _, e := range v.edges {
+		if e.Subject != v.user || e.Object == "" || e.ValidFrom.After(at) || named[e.Object] {
+			continue
+		}
+		for _, w := range fact.RelationWords(e.Relation) {
+			if (isLatin(w) && fact.Mentions(lower, w)) || (!isLatin(w) && strings.Contains(query, w)) {
+				named[e.Object] = true
+				break
+			}
+		}
+	}
+	if len(named) == 0 {
+		return nil, nil
+	}
+	turns = map[string]float64{}
+	give := func(ids []string, w float64) {
+		for _, id := range ids {
+			if turns[id] < w {
+				turns[id] = w
+			}
+		}
+	}
+	neighbours := map[string]bool{}
+	for _, e := range v.edges {
+		if e.ValidFrom.After(at) {
+			continue
+		}
+		s, o := named[e.Subject], named[e.Object]
+		if !s && !o {
+			continue
+		}
+		give(e.Provenance, 1)
+		if s && e.Object != "" && !named[e.Object] && e.Object != v.user {
+			neighbours[e.Object] = true
+		}
+		if o && !named[e.Subject] && e.Subject != v.user {
+			neighbours[e.Subject] = true
+		}
+	}
+	for id := range named {
+		if n, ok := v.nodes[id]; ok {
+			give(n.Provenance, 1)
+			used = append(used, Used{ID: id, Name: n.Name, Type: n.Type, Named: true})
+		}
+	}
+	for id := range neighbours {
+		if n, ok := v.nodes[id]; ok && !n.FirstSeen.After(at) {
+			give(n.Provenance, Neighbour)
+			used = append(used, Used{ID: id, Name: n.Name, Type: n.Type})
+		}
+	}
+	sortUsed(used)
+	return turns, used
+}
+
+// sortUsed orders the named entities first, then by name.
+func sortUsed(u []Used) {
+	slices.SortFunc(u, func(a, b Used) int {
+		if a.Named != b.Named {
+			if a.Named {
+				return -1
+			}
+			return 1
+		}
+		if c := cmp.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+}
+
+func isLatin(s string) bool {
+	for _, r := range s {
+		if r >= 0x2E80 {
+			return false
+		}
+	}
+	return true
+}

@@ -14,10 +14,13 @@ package graph
 import (
 	"cmp"
 	"slices"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/agentmem/agentmem/internal/fact"
 	"github.com/agentmem/agentmem/internal/longterm"
+	"github.com/agentmem/agentmem/internal/search"
 )
 
 // Node is one entity of a View: its aliases folded in.
@@ -63,13 +66,36 @@ type View struct {
 	nodes map[string]*Node  // by node id (the canonical entity id)
 	canon map[string]string // entity id -> node id
 	edges []Edge            // every edge, history included, by valid_from
+	// relWords are the words of each relation of the user's (fact.RelationWords), lower case;
+	// userRels the user's edges of each relation (indexes into edges).
+	relWords map[string][]string
+	userRels map[string][]int
 	names []nameRef         // every name and alias, longest first, for matching
+	// byFirst indexes the Latin names of names by their first word; spaceless lists the others.
+	byFirst   map[string][]int
+	spaceless []int
 	user  string            // the user's own node
 }
 
 type nameRef struct {
-	name string
-	node string
+	name  string
+	node  string
+	lower string // the name in lower case
+	first string // its first word, for a Latin name; "" for a name in Han or another script without spaces
+}
+
+// newNameRef prepares a name for matching.
+func newNameRef(name, node string) nameRef {
+	r := nameRef{name: name, node: node, lower: strings.ToLower(name)}
+	if w := words(r.lower); len(w) > 0 && isLatin(name) {
+		r.first = w[0]
+	}
+	return r
+}
+
+// words splits lower-case text into its words (runs of letters and digits).
+func words(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 }
 
 // Build reads a user's records into a View: every alias folds its entity into the one it
@@ -163,9 +189,11 @@ func Build(recs longterm.UserRecords) *View {
 		if n.User {
 			continue // "user" names no one in a query
 		}
-		v.names = append(v.names, nameRef{n.Name, n.ID})
-		for _, a := range n.Aliases {
-			v.names = append(v.names, nameRef{a, n.ID})
+		for _, name := range append([]string{n.Name}, n.Aliases...) {
+			// A name of stop words only ("The Who", "我们") would be found in every query.
+			if len(search.Terms(name)) > 0 {
+				v.names = append(v.names, newNameRef(name, n.ID))
+			}
 		}
 	}
 	slices.SortFunc(v.names, func(a, b nameRef) int {
@@ -174,6 +202,14 @@ func Build(recs longterm.UserRecords) *View {
 		}
 		return cmp.Compare(a.name, b.name)
 	})
+	v.byFirst = map[string][]int{}
+	for i, nr := range v.names {
+		if nr.first != "" {
+			v.byFirst[nr.first] = append(v.byFirst[nr.first], i)
+		} else {
+			v.spaceless = append(v.spaceless, i)
+		}
+	}
 	for _, f := range recs.Edges {
 		if f.Triple == nil || f.Deleted {
 			continue
@@ -200,6 +236,20 @@ func Build(recs longterm.UserRecords) *View {
 		}
 		return cmp.Compare(a.ID, b.ID)
 	})
+	v.relWords, v.userRels = map[string][]string{}, map[string][]int{}
+	for i, e := range v.edges {
+		if e.Subject != v.user || e.Object == "" {
+			continue
+		}
+		if _, ok := v.relWords[e.Relation]; !ok {
+			var ws []string
+			for _, w := range fact.RelationWords(e.Relation) {
+				ws = append(ws, strings.ToLower(w))
+			}
+			v.relWords[e.Relation] = ws
+		}
+		v.userRels[e.Relation] = append(v.userRels[e.Relation], i)
+	}
 	return v
 }
 

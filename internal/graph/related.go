@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/agentmem/agentmem/internal/fact"
-	"github.com/agentmem/agentmem/internal/search"
 )
 
 // Neighbour is the weight of what belongs to a neighbour (one hop away from an entity a query
@@ -36,23 +35,39 @@ func (v *View) Related(query string, at time.Time) (turns map[string]float64, us
 	}
 	named := map[string]bool{}
 	lower := strings.ToLower(query)
-	for _, nr := range v.names {
-		if named[nr.node] || len(search.Terms(nr.name)) == 0 {
-			continue
+	inQuery := map[string]bool{}
+	for _, w := range words(lower) {
+		inQuery[w] = true
+	}
+	// A Latin name is looked up by its first word, then found whole, as words; a name in Han or
+	// another script without spaces anywhere in the query.
+	for w := range inQuery {
+		for _, i := range v.byFirst[w] {
+			if nr := v.names[i]; !named[nr.node] && fact.Mentions(lower, nr.lower) {
+				named[nr.node] = true
+			}
 		}
-		if fact.Mentions(query, nr.name) {
+	}
+	for _, i := range v.spaceless {
+		if nr := v.names[i]; !named[nr.node] && strings.Contains(lower, nr.lower) {
 			named[nr.node] = true
 		}
 	}
 	// A relation of the user's named by its word: "my sister", 我妹妹.
-	for _, e := range v.edges {
-		if e.Subject != v.user || e.Object == "" || e.ValidFrom.After(at) || named[e.Object] {
+	for rel, idxs := range v.userRels {
+		hit := false
+		for _, w := range v.relWords[rel] {
+			if inQuery[w] || (!isLatin(w) && strings.Contains(query, w)) {
+				hit = true
+				break
+			}
+		}
+		if !hit {
 			continue
 		}
-		for _, w := range fact.RelationWords(e.Relation) {
-			if (isLatin(w) && fact.Mentions(lower, w)) || (!isLatin(w) && strings.Contains(query, w)) {
+		for _, i := range idxs {
+			if e := &v.edges[i]; !e.ValidFrom.After(at) {
 				named[e.Object] = true
-				break
 			}
 		}
 	}
@@ -68,7 +83,8 @@ func (v *View) Related(query string, at time.Time) (turns map[string]float64, us
 		}
 	}
 	neighbours := map[string]bool{}
-	for _, e := range v.edges {
+	for i := range v.edges {
+		e := &v.edges[i]
 		if e.ValidFrom.After(at) {
 			continue
 		}

@@ -317,7 +317,7 @@ func TestInspectorInBrowser(t *testing.T) {
 	b.do(chromedp.Click(chromedp.ID("session-user")))
 	b.waitFor("the user's facts", `document.querySelector('#main[data-view=user][data-loaded=true] .fact-card[data-key="user.city"]')`)
 	card := `.fact-card[data-key="user.city"]`
-	if got := b.text(card + " .fact-live"); got != "The user moved to Berlin" {
+	if got := b.text(card + " .fact-live"); got != "The user lives in Berlin" {
 		t.Fatalf("the live city fact shows %q", got)
 	}
 	if !eval[bool](b, `document.querySelector('`+card+` .history').hidden`) {
@@ -329,7 +329,7 @@ func TestInspectorInBrowser(t *testing.T) {
 		t.Fatalf("%d versions shown, want 2", n)
 	}
 	live, old := card+` tr.version:nth-child(1)`, card+` tr.version:nth-child(2)`
-	if st, txt := b.attr(live, "data-status"), b.text(live+" td.text"); st != "live" || txt != "The user moved to Berlin" {
+	if st, txt := b.attr(live, "data-status"), b.text(live+" td.text"); st != "live" || txt != "The user lives in Berlin" {
 		t.Fatalf("first version %q %q, want Berlin live", st, txt)
 	}
 	if st, txt := b.attr(old, "data-status"), b.text(old+" td.text"); st != "superseded" || txt != "The user lives in Paris" {
@@ -338,7 +338,7 @@ func TestInspectorInBrowser(t *testing.T) {
 	if from, to := b.text(live+" td.valid-from"), b.text(old+" td.valid-to"); from == "" || from != to {
 		t.Fatalf("Berlin valid from %q, Paris valid to %q: want the same time", from, to)
 	}
-	if got := b.text(old + " td.superseded-by"); got != "The user moved to Berlin" {
+	if got := b.text(old + " td.superseded-by"); got != "The user lives in Berlin" {
 		t.Fatalf("Paris superseded by %q", got)
 	}
 	if got := b.text(old + " td.prov .quote"); !strings.Contains(got, "I live in Paris.") || !strings.Contains(got, "paris") {

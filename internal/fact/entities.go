@@ -347,7 +347,81 @@ func personZH(run string) string {
 // fromTurn reads the people, aliases and names of one user turn.
 func (g *graphBuilder) fromTurn(t Turn) {
 	prov := []string{t.ID}
-	for _, m := range reKinEN.FindAllStringSubmatch(t.Content, -1) {
+	// Cheap tests first: most turns hold none of the words the patterns need.
+	lower := strings.ToLower(t.Content)
+	has := func(words ...string) bool {
+		for _, w := range words {
+			if strings.Contains(lower, w) {
+				return true
+			}
+		}
+		return false
+	}
+	han := strings.IndexFunc(t.Content, isCJK) >= 0
+	if has("my ") {
+		g.kinEN(t.Content, prov)
+	}
+	if han && strings.Contains(t.Content, "我") {
+		g.kinZH(t.Content, prov)
+	}
+	if has("married", "engaged") {
+		for _, m := range reMarriedEN.FindAllStringSubmatch(t.Content, -1) {
+			if !notNames[strings.ToLower(m[1])] && !notNames[strings.ToLower(m[2])] {
+				g.relation(m[1], "married_to", m[2], "person", false, prov)
+				g.entity(m[1], "person")
+			}
+		}
+	}
+	if han && has("结婚", "订婚") {
+		for _, m := range reMarriedZH.FindAllStringSubmatch(t.Content, -1) {
+			a := g.knownZH(strings.TrimPrefix(m[1], "我"))
+			if a != "" && !strings.ContainsRune(a, '我') && !strings.ContainsRune(a, '们') {
+				g.relation(a, "married_to", m[2], "person", false, prov)
+				g.entity(a, "person")
+			}
+		}
+	}
+	if has("(", "for short", "aka", "a.k.a.", "known as", "goes by", "or just", "nicknamed", "called") {
+		for _, re := range reAliasEN {
+			for _, m := range re.FindAllStringSubmatch(t.Content, -1) {
+				if !notNames[strings.ToLower(m[2])] && !notNames[strings.ToLower(m[1])] {
+					g.alias(m[2], m[1], prov)
+				}
+			}
+		}
+	}
+	if has("short for", "nickname for") {
+		for _, m := range reAliasRevEN.FindAllStringSubmatch(t.Content, -1) {
+			g.alias(m[1], m[2], prov)
+		}
+	}
+	if han && has("小名", "昵称", "外号", "也叫", "又叫", "（", "(") {
+		g.aliasesZH(t.Content, prov)
+	}
+	if innerCapital(t.Content) {
+		g.namedEN(t.Content)
+	}
+}
+
+// innerCapital reports whether text has a capitalised word after its first that is not "I":
+// what a name after a cue word needs.
+func innerCapital(text string) bool {
+	for i := 1; i < len(text); i++ {
+		c := text[i]
+		if c < 'A' || c > 'Z' || (text[i-1] != ' ' && text[i-1] != '\n' && text[i-1] != '\t') {
+			continue
+		}
+		if c == 'I' && (i+1 == len(text) || text[i+1] == ' ' || text[i+1] == '\'') {
+			continue
+		}
+		return true
+	}
+	return false
+}
+
+// kinEN reads "my sister Anna".
+func (g *graphBuilder) kinEN(text string, prov []string) {
+	for _, m := range reKinEN.FindAllStringSubmatch(text, -1) {
 		kin := strings.ToLower(m[1])
 		rel := kinEN[kin]
 		typ := "person"
@@ -360,7 +434,11 @@ func (g *graphBuilder) fromTurn(t Turn) {
 		}
 		g.relation(UserName, rel, name, typ, false, prov)
 	}
-	for _, m := range reKinZH.FindAllStringSubmatch(t.Content, -1) {
+}
+
+// kinZH reads 我妹妹小美.
+func (g *graphBuilder) kinZH(text string, prov []string) {
+	for _, m := range reKinZH.FindAllStringSubmatch(text, -1) {
 		rel := kinZH[m[1]]
 		name := personZH(m[2])
 		if name == "" {
@@ -372,36 +450,17 @@ func (g *graphBuilder) fromTurn(t Turn) {
 		}
 		g.relation(UserName, rel, name, typ, false, prov)
 	}
-	for _, m := range reMarriedEN.FindAllStringSubmatch(t.Content, -1) {
-		if !notNames[strings.ToLower(m[1])] && !notNames[strings.ToLower(m[2])] {
-			g.relation(m[1], "married_to", m[2], "person", false, prov)
-			g.entity(m[1], "person")
-		}
-	}
-	for _, m := range reMarriedZH.FindAllStringSubmatch(t.Content, -1) {
-		a := g.knownZH(strings.TrimPrefix(m[1], "我"))
-		if a != "" && !strings.ContainsRune(a, '我') && !strings.ContainsRune(a, '们') {
-			g.relation(a, "married_to", m[2], "person", false, prov)
-			g.entity(a, "person")
-		}
-	}
-	for _, re := range reAliasEN {
-		for _, m := range re.FindAllStringSubmatch(t.Content, -1) {
-			if !notNames[strings.ToLower(m[2])] && !notNames[strings.ToLower(m[1])] {
-				g.alias(m[2], m[1], prov)
-			}
-		}
-	}
-	for _, m := range reAliasRevEN.FindAllStringSubmatch(t.Content, -1) {
-		g.alias(m[1], m[2], prov)
-	}
-	for _, m := range reAliasRevZH.FindAllStringSubmatch(t.Content, -1) {
+}
+
+// aliasesZH reads 小美是王美丽的小名, 王美丽的小名叫小美, 王美丽（小美）.
+func (g *graphBuilder) aliasesZH(text string, prov []string) {
+	for _, m := range reAliasRevZH.FindAllStringSubmatch(text, -1) {
 		g.alias(m[1], strings.TrimPrefix(m[2], "我"), prov)
 	}
-	for _, m := range reAliasOfZH.FindAllStringSubmatch(t.Content, -1) {
+	for _, m := range reAliasOfZH.FindAllStringSubmatch(text, -1) {
 		g.alias(m[2], strings.TrimPrefix(m[1], "我"), prov)
 	}
-	for _, m := range reAliasZH.FindAllStringSubmatch(t.Content, -1) {
+	for _, m := range reAliasZH.FindAllStringSubmatch(text, -1) {
 		if strings.Contains(m[0], "小名") || strings.Contains(m[0], "昵称") || strings.Contains(m[0], "外号") ||
 			strings.Contains(m[0], "（") || strings.Contains(m[0], "(") {
 			if of := g.knownZH(m[1]); of != "" {
@@ -409,9 +468,13 @@ func (g *graphBuilder) fromTurn(t Turn) {
 			}
 		}
 	}
-	for _, m := range reNamedEN.FindAllStringSubmatchIndex(t.Content, -1) {
-		word := strings.ToLower(t.Content[m[2]:m[3]])
-		name := strings.TrimSpace(t.Content[m[4]:m[5]])
+}
+
+// namedEN reads a capitalised name after a word that says what it is: "in Paris", "with Caroline".
+func (g *graphBuilder) namedEN(text string) {
+	for _, m := range reNamedEN.FindAllStringSubmatchIndex(text, -1) {
+		word := strings.ToLower(text[m[2]:m[3]])
+		name := strings.TrimSpace(text[m[4]:m[5]])
 		words := strings.Fields(name)
 		for len(words) > 0 && (notNames[strings.ToLower(words[len(words)-1])] || words[len(words)-1] == "of" || words[len(words)-1] == "de") {
 			words = words[:len(words)-1]

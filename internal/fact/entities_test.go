@@ -203,3 +203,20 @@ func TestParseAllRejectsAMalformedGraph(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkGraphRules measures the offline graph extraction of a turn that names nothing (most
+// turns) and of one that names people and places.
+func BenchmarkGraphRules(b *testing.B) {
+	for name, text := range map[string]string{
+		"plain": "Can you recommend a good recipe for a vegetarian lasagna that I could make this weekend for four people?",
+		"names": "My sister Anna just married Tom, and my best friend Melanie, Mel for short, flew in from Paris for it.",
+	} {
+		turns := []fact.Turn{{ID: "t1", Role: "user", Content: text}}
+		cands := fact.Rules(turns)
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				fact.GraphRules(turns, cands)
+			}
+		})
+	}
+}

@@ -234,3 +234,62 @@ func TestReplayRebuildsTheSameGraph(t *testing.T) {
 		t.Fatalf("graph %s lacks Globex or Mel as Melanie's alias", one)
 	}
 }
+
+// In Chinese: a move ends the old city's edge (offline rules), and the same relation named three
+// ways by an LLM ("Lives In", "lives-in", lives_in) is one edge, its turns merged, until a
+// newer city supersedes it.
+func TestGraphChineseMoveAndARenamedRelation(t *testing.T) {
+	t.Run("rules", func(t *testing.T) {
+		e := start(t, 1, nil)
+		day := 24 * time.Hour
+		e.Say("acme", "z1", "lihua", "t1", "我住在北京。", t0)
+		e.End("acme", "z1", "lihua", "e1", t0.Add(time.Minute))
+		e.Drained()
+		e.Say("acme", "z2", "lihua", "t2", "我上个月从北京搬到了上海。", t0.Add(day))
+		e.End("acme", "z2", "lihua", "e2", t0.Add(day+time.Minute))
+		s := graphOf(t, e, "lihua", 2, t0.Add(2*day))
+		if got := relations(s); !slices.Equal(got, []string{"user lives_in 上海"}) {
+			t.Errorf("relations %q, want only 上海", got)
+		}
+		for _, h := range s.History {
+			if h.ObjectName == "北京" && (h.ValidTo == nil || !h.ValidTo.Equal(t0.Add(day))) {
+				t.Errorf("北京 edge %+v, want it ended at the move", h)
+			}
+		}
+	})
+	t.Run("llm", func(t *testing.T) {
+		answers := map[string]string{
+			"我住在杭州。":   `{"subject":"用户","relation":"Lives In","object":"杭州","turns":["%s"]}`,
+			"我还是住在杭州。": `{"subject":"我","relation":"lives-in","object":"杭州","turns":["%s"]}`,
+			"我搬到上海了。":  `{"subject":"user","relation":"lives_in","object":"上海","turns":["%s"]}`,
+		}
+		srv := llmtest.NewServer(t, llmtest.Answer(func(req llmtest.ChatRequest) string {
+			var rels []string
+			for _, line := range strings.Split(req.Messages[len(req.Messages)-1].Content, "\n") {
+				var turn struct{ ID, Content string }
+				if json.Unmarshal([]byte(line), &turn) == nil && answers[turn.Content] != "" {
+					rels = append(rels, fmt.Sprintf(answers[turn.Content], turn.ID))
+				}
+			}
+			return `{"facts":[],"entities":[{"name":"杭州","type":"place"},{"name":"上海","type":"place"}],"relations":[` + strings.Join(rels, ",") + `]}`
+		}))
+		e := start(t, 1, llmClient(t, srv))
+		day := 24 * time.Hour
+		for i, text := range []string{"我住在杭州。", "我还是住在杭州。", "我搬到上海了。"} {
+			at := t0.Add(time.Duration(i) * day)
+			sess := fmt.Sprintf("z%d", i)
+			e.Say("acme", sess, "lihua", fmt.Sprintf("t%d", i), text, at)
+			e.End("acme", sess, "lihua", fmt.Sprintf("e%d", i), at.Add(time.Minute))
+			e.Drained()
+		}
+		before := graphOf(t, e, "lihua", 2, t0.Add(day+time.Hour))
+		if len(before.Relations) != 1 || before.Relations[0].Relation != "lives_in" || before.Relations[0].ObjectName != "杭州" ||
+			!slices.Equal(before.Relations[0].Provenance, []string{"t0", "t1"}) {
+			t.Errorf("before the move: %+v, want one lives_in 杭州 edge stated by t0 and t1", before.Relations)
+		}
+		after := graphOf(t, e, "lihua", 2, t0.Add(3*day))
+		if got := relations(after); !slices.Equal(got, []string{"user lives_in 上海"}) {
+			t.Errorf("after the move: %q", got)
+		}
+	})
+}

@@ -247,6 +247,7 @@ func TestGraphChineseMoveAndARenamedRelation(t *testing.T) {
 		e.Drained()
 		e.Say("acme", "z2", "lihua", "t2", "我上个月从北京搬到了上海。", t0.Add(day))
 		e.End("acme", "z2", "lihua", "e2", t0.Add(day+time.Minute))
+		e.Drained()
 		s := graphOf(t, e, "lihua", 2, t0.Add(2*day))
 		if got := relations(s); !slices.Equal(got, []string{"user lives_in 上海"}) {
 			t.Errorf("relations %q, want only 上海", got)

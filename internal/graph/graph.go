@@ -71,6 +71,8 @@ type View struct {
 	relWords map[string][]string
 	userRels map[string][]int
 	names []nameRef         // every name and alias, longest first, for matching
+	// provenance is each node's provenance by name (lower case): its own name's, each alias's.
+	provenance map[string]map[string][]string
 	// byFirst indexes the Latin names of names by their first word; spaceless lists the others.
 	byFirst   map[string][]int
 	spaceless []int
@@ -103,7 +105,7 @@ func words(s string) []string {
 // their node (provenance the union, first seen the earliest, last seen the latest), and every
 // edge's ends are its nodes.
 func Build(recs longterm.UserRecords) *View {
-	v := &View{nodes: map[string]*Node{}, canon: map[string]string{}}
+	v := &View{nodes: map[string]*Node{}, canon: map[string]string{}, provenance: map[string]map[string][]string{}}
 	for _, e := range recs.Entities {
 		v.user = fact.UserEntityID(e.Tenant, e.User)
 		break
@@ -162,6 +164,11 @@ func Build(recs longterm.UserRecords) *View {
 		if e.ID != id {
 			n.Aliases = append(n.Aliases, e.Name)
 		}
+		if v.provenance[id] == nil {
+			v.provenance[id] = map[string][]string{}
+		}
+		ln := strings.ToLower(e.Name)
+		v.provenance[id][ln] = append(v.provenance[id][ln], e.Provenance...)
 		if typeRank(e.Type) > typeRank(n.Type) {
 			n.Type = e.Type
 		}

@@ -26,14 +26,20 @@ type Used struct {
 // Related finds the entities query names at time at (by a name or an alias, as a whole word;
 // or by a relation of the user, "my sister" naming the user's sister) and their neighbours one
 // hop away along the edges stated by then (ended or not: "where did Anna live before?"), and
-// returns the turns that are theirs with a weight: 1 for a turn that names a named entity or
-// states one of its relations, Neighbour for a neighbour's. The user's own node is never
-// expanded (it neighbours everything). turns is nil when the query names nothing.
+// returns the turns that are theirs with a weight: 1 for a turn of a named entity that the
+// keyword search would not find by the query's words (one that names it by another name, an
+// alias; any of its turns when the query names it by a relation; a turn stating a relation of
+// such an entity), Neighbour for a neighbour's turn. The user's own node is never expanded (it
+// neighbours everything). turns is nil when the query names nothing; used lists the named
+// entities and the neighbours either way.
 func (v *View) Related(query string, at time.Time) (turns map[string]float64, used []Used) {
 	if v == nil || len(v.nodes) == 0 {
 		return nil, nil
 	}
+	// named: the nodes the query names; said: the names of each the query holds as written
+	// (empty for a node named by a relation word).
 	named := map[string]bool{}
+	said := map[string][]string{}
 	lower := strings.ToLower(query)
 	inQuery := map[string]bool{}
 	for _, w := range words(lower) {
@@ -43,14 +49,16 @@ func (v *View) Related(query string, at time.Time) (turns map[string]float64, us
 	// another script without spaces anywhere in the query.
 	for w := range inQuery {
 		for _, i := range v.byFirst[w] {
-			if nr := v.names[i]; !named[nr.node] && fact.Mentions(lower, nr.lower) {
+			if nr := v.names[i]; fact.Mentions(lower, nr.lower) {
 				named[nr.node] = true
+				said[nr.node] = append(said[nr.node], nr.lower)
 			}
 		}
 	}
 	for _, i := range v.spaceless {
-		if nr := v.names[i]; !named[nr.node] && strings.Contains(lower, nr.lower) {
+		if nr := v.names[i]; strings.Contains(lower, nr.lower) {
 			named[nr.node] = true
+			said[nr.node] = append(said[nr.node], nr.lower)
 		}
 	}
 	// A relation of the user's named by its word: "my sister", 我妹妹.
@@ -66,7 +74,7 @@ func (v *View) Related(query string, at time.Time) (turns map[string]float64, us
 			continue
 		}
 		for _, i := range idxs {
-			if e := &v.edges[i]; !e.ValidFrom.After(at) {
+			if e := &v.edges[i]; !e.ValidFrom.After(at) && !named[e.Object] {
 				named[e.Object] = true
 			}
 		}
@@ -82,6 +90,10 @@ func (v *View) Related(query string, at time.Time) (turns map[string]float64, us
 			}
 		}
 	}
+	// What the keyword search finds by itself is left to it: the turns that name an entity by
+	// the name the query uses. The graph adds the turns of its other names (an alias), of an
+	// entity the query names by a relation, the turns that state those relations, and the
+	// neighbours' turns.
 	neighbours := map[string]bool{}
 	for i := range v.edges {
 		e := &v.edges[i]
@@ -92,7 +104,9 @@ func (v *View) Related(query string, at time.Time) (turns map[string]float64, us
 		if !s && !o {
 			continue
 		}
-		give(e.Provenance, 1)
+		if (s && len(said[e.Subject]) == 0) || (o && len(said[e.Object]) == 0) {
+			give(e.Provenance, 1)
+		}
 		if s && e.Object != "" && !named[e.Object] && e.Object != v.user {
 			neighbours[e.Object] = true
 		}
@@ -101,10 +115,16 @@ func (v *View) Related(query string, at time.Time) (turns map[string]float64, us
 		}
 	}
 	for id := range named {
-		if n, ok := v.nodes[id]; ok {
-			give(n.Provenance, 1)
-			used = append(used, Used{ID: id, Name: n.Name, Type: n.Type, Named: true})
+		n, ok := v.nodes[id]
+		if !ok {
+			continue
 		}
+		for name, prov := range v.provenance[id] {
+			if !slices.Contains(said[id], name) {
+				give(prov, 1)
+			}
+		}
+		used = append(used, Used{ID: id, Name: n.Name, Type: n.Type, Named: true})
 	}
 	for id := range neighbours {
 		if n, ok := v.nodes[id]; ok && !n.FirstSeen.After(at) {

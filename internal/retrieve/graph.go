@@ -1,6 +1,7 @@
 package retrieve
 
 import (
+	"math"
 	"slices"
 	"time"
 
@@ -69,8 +70,12 @@ func sessionOfEntry(e memory.Entry) string {
 
 // apply adds to each candidate that belongs to an entity the query names weight × its graph
 // weight × the best relevance among the candidates (1 when none has any), so that the graph
-// counts on the scale of this query's relevance. It returns the entities used.
-func (r graphRelated) apply(cands []candidate, weight float64) []events.RetrievedEntity {
+// counts on the scale of this query's relevance. The addition is discounted as the keyword
+// relevance is for a session's further turns (diversity, package rank): an archived turn's by
+// the factor its own relevance got, a turn found only through the graph by diversity^n, n the
+// turns of its session found so before it; so one session's many turns naming the entity do not
+// crowd out the others. It returns the entities used.
+func (r graphRelated) apply(cands []candidate, weight, diversity float64) []events.RetrievedEntity {
 	if len(r.weights) == 0 || weight <= 0 {
 		return nil
 	}
@@ -81,11 +86,23 @@ func (r graphRelated) apply(cands []candidate, weight float64) []events.Retrieve
 	if top == 0 {
 		top = 1
 	}
+	only := map[string]int{} // turns found only through the graph, per session
 	for i := range cands {
-		if g := r.weights[cands[i].entry.ID]; g > 0 {
-			cands[i].graph = weight * g * top
-			cands[i].score += cands[i].graph
+		c := &cands[i]
+		g := r.weights[c.entry.ID]
+		if g <= 0 {
+			continue
 		}
+		factor := 1.0
+		switch {
+		case c.keyword > 0:
+			factor = min(c.relevance/c.keyword, 1)
+		case c.source == memory.SourceArchive:
+			factor = math.Pow(diversity, float64(only[c.session]))
+			only[c.session]++
+		}
+		c.graph = weight * g * top * factor
+		c.score += c.graph
 	}
 	return r.used
 }

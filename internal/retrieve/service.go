@@ -418,7 +418,7 @@ func (s *Service) Retrieve(ctx context.Context, tenant string, req events.Retrie
 	fuse(s.cfg.Fusion, cands)
 	// What belongs to the entities the query names, and to their neighbours, gains relevance
 	// (graph.go).
-	reply.Entities = related.apply(cands, s.cfg.graphWeight())
+	reply.Entities = related.apply(cands, s.cfg.graphWeight(), s.cfg.diversity())
 	// A question about a period ("last Saturday", "四周前") raises what was said in it, as a soft
 	// prior that reorders near-ties (period.go; internal/when finds the period). A dialogue (a
 	// query of several lines, rank.ParseQuery) is not a question: its time words tell of the

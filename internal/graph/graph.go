@@ -70,13 +70,13 @@ type View struct {
 	// userRels the user's edges of each relation (indexes into edges).
 	relWords map[string][]string
 	userRels map[string][]int
-	names []nameRef         // every name and alias, longest first, for matching
+	names    []nameRef // every name and alias, longest first, for matching
 	// provenance is each node's provenance by name (lower case): its own name's, each alias's.
 	provenance map[string]map[string][]string
 	// byFirst indexes the Latin names of names by their first word; spaceless lists the others.
 	byFirst   map[string][]int
 	spaceless []int
-	user  string            // the user's own node
+	user      string // the user's own node
 }
 
 type nameRef struct {

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/agentmem/agentmem/pkg/memory"
 	"github.com/agentmem/agentmem/pkg/events"
+	"github.com/agentmem/agentmem/pkg/memory"
 )
 
 // graphRelated is what the user's graph makes of a query: the weight of each entry that

@@ -202,6 +202,7 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 		dlqCommand(out),
 		forgetCommand(out),
 		factsCommand(out),
+		graphCommand(out),
 		usageCommand(out),
 		replayCommand(out),
 		authCommand(out),

@@ -285,7 +285,7 @@ func (s service) eval(ctx context.Context, cfg eval.Config, stdout, details io.W
 			Broker: broker.Config{Listen: "127.0.0.1:-1", DataDir: dir, Durability: broker.DurabilityInterval},
 			Ingest: ingest.Config{IdleTimeout: -1},
 			Retrieve: retrieve.Config{Embedder: s.embedder, Fusion: s.fusion, Rank: s.tuning.Rank, IgnorePeriods: s.tuning.IgnorePeriods,
-				PeriodWeight: s.tuning.PeriodWeight},
+				PeriodWeight: s.tuning.PeriodWeight, Graph: s.tuning.Graph},
 		}, svcLog)
 		if err != nil {
 			return eval.Report{}, fmt.Errorf("starting the in-process service: %w", err)

@@ -24,6 +24,9 @@ type Tuning struct {
 	Rank          rank.Config
 	IgnorePeriods bool
 	PeriodWeight  float64
+	// Graph is retrieve.Config.Graph: the weight of the user's graph (0 the default, rank.Off
+	// none).
+	Graph float64
 }
 
 // Technique is a ranking technique an ablation switches: Switch turns it off when it is on by
@@ -60,6 +63,7 @@ var Techniques = []Technique{
 	{"chinese words", false, func(t *Tuning) { t.Rank.ChineseWords = 1 }},
 	{"question periods", true, func(t *Tuning) { t.IgnorePeriods = true }},
 	{"WordNet related words 0.3", false, func(t *Tuning) { t.Rank.Related = 0.3 }},
+	{"graph", true, func(t *Tuning) { t.Graph = rank.Off }},
 }
 
 // Ablation returns the tunings of an ablation over techniques: base (the defaults, unless a

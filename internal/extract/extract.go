@@ -6,10 +6,12 @@
 // For each trigger it reads the session's turns that were not extracted yet (up to the trigger),
 // keeps only those ingest applied (a turn ingest rejected, e.g. one naming another user, never
 // becomes a fact), and extracts with the LLM when one is configured (one call, a JSON list of
-// facts in the conversation's language) or with the offline rules (package fact). Facts are
+// facts in the conversation's language, and the entities and relations of the user's graph in the
+// same answer) or with the offline rules (package fact). Facts are
 // stored through longterm.Store.AddFact, whose writes decide atomically (dedup by a
 // content-derived id, earliest timestamp, provenance union, supersession by key), and every
-// change is published as agentmem.fact.v1 on memory.facts.<tenant>.<user>.
+// change is published as agentmem.fact.v1 on memory.facts.<tenant>.<user>. The graph is stored
+// after the facts by graph.Write (entities, aliases, and edges kept as facts are).
 //
 // The extractor process also serves forget (package forget) on its micro service,
 // agentmem-extractor.
@@ -33,6 +35,7 @@ import (
 	"github.com/agentmem/agentmem/internal/deadletter"
 	"github.com/agentmem/agentmem/internal/fact"
 	"github.com/agentmem/agentmem/internal/forget"
+	"github.com/agentmem/agentmem/internal/graph"
 	"github.com/agentmem/agentmem/internal/integrity"
 	"github.com/agentmem/agentmem/internal/llm"
 	"github.com/agentmem/agentmem/internal/longterm"
@@ -343,7 +346,8 @@ func (w *Worker) extract(ctx context.Context, k session.Key, upTo uint64, redeli
 	if err != nil {
 		return err
 	}
-	cands, extractor, err := w.candidates(ctx, k, turns)
+	found, extractor, err := w.candidates(ctx, k, turns)
+	cands := found.Facts
 	mode := "rules"
 	if w.chat != nil {
 		mode = "llm"
@@ -379,6 +383,15 @@ func (w *Worker) extract(ctx context.Context, k session.Key, upTo uint64, redeli
 		}
 		stored++
 	}
+	// The graph after the facts: its writes, like theirs, are merges that a redelivery or a
+	// racing extractor repeats to the same result, in whatever order sessions are extracted.
+	// (So an entity's provenance is what the extraction of each session found by itself: a
+	// later session's "Anna visited" is Anna's only when that session names her as the rules
+	// or the LLM see it; keyword search finds such turns anyway.)
+	written, err := graph.Write(ctx, w.store, k.Tenant, user, extractor, found.Graph, stated)
+	if err != nil {
+		return err
+	}
 	if !first.IsZero() {
 		if err := w.store.TouchSession(ctx, k.Tenant, user, k.Session, first, last); err != nil {
 			return err
@@ -388,9 +401,10 @@ func (w *Worker) extract(ctx context.Context, k session.Key, upTo uint64, redeli
 		return err
 	}
 	span.SetAttributes(attribute.Int("agentmem.turns", len(turns)), attribute.Int("agentmem.facts", stored),
+		attribute.Int("agentmem.entities", len(found.Graph.Entities)), attribute.Int("agentmem.relations", len(found.Graph.Relations)),
 		attribute.String("agentmem.extractor", extractor))
 	w.log.Debug().Str("tenant", k.Tenant).Str("session", k.Session).Str("trigger", trigger).Int("turns", len(turns)).
-		Int("facts", stored).Str("extractor", extractor).Msg("extracted")
+		Int("facts", stored).Int("new_entities", written.Entities).Int("new_edges", written.Edges).Str("extractor", extractor).Msg("extracted")
 	return nil
 }
 
@@ -462,13 +476,18 @@ func (w *Worker) awaitIngest(ctx context.Context, k session.Key, seq uint64) err
 	}
 }
 
-// candidates runs the LLM extractor, or the rules offline.
-func (w *Worker) candidates(ctx context.Context, k session.Key, turns []fact.Turn) ([]fact.Candidate, string, error) {
+// candidates runs the LLM extractor, or the rules offline: the facts and the graph, from one
+// LLM call.
+func (w *Worker) candidates(ctx context.Context, k session.Key, turns []fact.Turn) (fact.Extraction, string, error) {
 	if len(turns) == 0 {
-		return nil, "", nil
+		return fact.Extraction{}, "", nil
+	}
+	rules := func() fact.Extraction {
+		cands := fact.Rules(turns)
+		return fact.Extraction{Facts: cands, Graph: fact.GraphRules(turns, cands)}
 	}
 	if w.chat == nil {
-		return fact.Rules(turns), "rules", nil
+		return rules(), "rules", nil
 	}
 	resp, err := w.chat.Complete(ctx, fact.Prompt(turns))
 	if resp.Usage.Calls > 0 {
@@ -478,17 +497,17 @@ func (w *Worker) candidates(ctx context.Context, k session.Key, turns []fact.Tur
 	}
 	if errors.Is(err, llm.ErrRejected) {
 		w.log.Error().Err(err).Str("session", k.Session).Msg("the LLM rejected the extraction; using the rules")
-		return fact.Rules(turns), "rules (llm rejected)", nil
+		return rules(), "rules (llm rejected)", nil
 	}
 	if err != nil {
-		return nil, "", err
+		return fact.Extraction{}, "", err
 	}
-	cands, err := fact.Parse(resp.Content, turns)
+	x, err := fact.ParseAll(resp.Content, turns)
 	if err != nil {
 		// A malformed answer is retried (the worker's backoff), then dead-lettered; nothing partial is stored.
-		return nil, "", err
+		return fact.Extraction{}, "", err
 	}
-	return cands, "llm:" + w.model, nil
+	return x, "llm:" + w.model, nil
 }
 
 // countChange counts one stored fact change in the metrics.

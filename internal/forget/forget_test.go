@@ -51,7 +51,9 @@ func TestForgetLeavesNothingOfTheUser(t *testing.T) {
 	if err := json.Unmarshal(m.Data, &reply); err != nil {
 		t.Fatal(err)
 	}
-	if reply.Forgotten["turns"] < 3 || reply.Forgotten["facts"] < 2 || reply.Forgotten["sessions"] != 2 {
+	// "I live in Paris" made a place, the user's node and their edge.
+	if reply.Forgotten["turns"] < 3 || reply.Forgotten["facts"] < 2 || reply.Forgotten["sessions"] != 2 ||
+		reply.Forgotten["entities"] != 2 || reply.Forgotten["relations"] != 1 {
 		t.Fatalf("forgotten %v", reply.Forgotten)
 	}
 	ctx := context.Background()

@@ -91,8 +91,8 @@ func (p usagePart) Forget(ctx context.Context, u User, _ map[string]int) error {
 	return p.st.Forget(ctx, u.Tenant, u.Sessions)
 }
 
-// longPart is the long-term store's: the user's facts, summaries and session index ("facts" and
-// "summaries": how many there were).
+// longPart is the long-term store's: the user's facts, summaries, session index and graph
+// ("facts", "summaries", "entities" and "relations": how many there were, history included).
 type longPart struct{ st *longterm.Store }
 
 func (p longPart) Forget(ctx context.Context, u User, counts map[string]int) error {
@@ -102,6 +102,10 @@ func (p longPart) Forget(ctx context.Context, u User, counts map[string]int) err
 	}
 	counts["facts"] += len(recs.Facts)
 	counts["summaries"] += len(recs.Summaries)
+	if len(recs.Entities)+len(recs.Edges) > 0 {
+		counts["entities"] += len(recs.Entities)
+		counts["relations"] += len(recs.Edges)
+	}
 	_, err = p.st.Forget(ctx, u.Tenant, u.User)
 	return err
 }

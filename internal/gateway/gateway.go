@@ -19,6 +19,7 @@
 //	POST   /v1/tenants/{tenant}/sessions/{session}/end  end the session now (its facts are extracted)
 //	GET    /v1/tenants/{tenant}/users/{user}/facts      a user's facts (?history=true: every version)
 //	GET    /v1/tenants/{tenant}/users/{user}/facts/{id} one fact, whatever its state
+//	GET    /v1/tenants/{tenant}/users/{user}/graph      a user's entities and relations (?at=)
 //	PUT|PATCH /v1/tenants/{tenant}/users/{user}/facts/{id}
 //	                                                    correct it: a new fact supersedes it
 //	DELETE /v1/tenants/{tenant}/users/{user}/facts/{id} delete it (kept in the history)
@@ -243,6 +244,7 @@ func (g *Gateway) routes() []Route {
 		{http.MethodGet, "/v1/tenants/{tenant}/sessions/{session}/events/{id}", g.tenant(g.getEventStatus)},
 		{http.MethodGet, "/v1/tenants/{tenant}/dead-letters", g.tenant(g.getDeadLetters)},
 		{http.MethodGet, "/v1/tenants/{tenant}/users/{user}/facts", g.tenant(g.getFacts)},
+		{http.MethodGet, "/v1/tenants/{tenant}/users/{user}/graph", g.tenant(g.getGraph)},
 		{http.MethodPost, "/v1/tenants/{tenant}/sessions/{session}/end", g.tenant(g.postEnd)},
 		{http.MethodGet, factPattern, g.tenant(g.getFact)},
 		{http.MethodPut, factPattern, g.tenant(g.correctFact)},

@@ -67,7 +67,7 @@ func TestMCPOverTheGateway(t *testing.T) {
 		names = append(names, tl.Name)
 	}
 	slices.Sort(names)
-	if want := []string{"end_session", "forget_user", "get_context", "list_facts", "recall", "remember"}; !slices.Equal(names, want) {
+	if want := []string{"end_session", "forget_user", "get_context", "list_entities", "list_facts", "recall", "remember"}; !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
 	}
 	rem := mcpCall[mcpserver.RememberOutput](t, cs, "remember", map[string]any{"content": "I moved to Lyon last spring"})

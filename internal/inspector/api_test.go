@@ -443,7 +443,9 @@ func TestPageIsSelfContained(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if strings.Contains(string(data), "://") {
+		// The SVG namespace is a name, not a place anything is loaded from.
+		text := strings.ReplaceAll(string(data), `"http://www.w3.org/2000/svg"`, "")
+		if strings.Contains(text, "://") {
 			return errors.New(p + " refers to another origin")
 		}
 		return nil

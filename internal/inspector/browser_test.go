@@ -387,3 +387,105 @@ func TestInspectorInBrowser(t *testing.T) {
 		t.Fatalf("the page logged errors: %v", errs)
 	}
 }
+
+// TestInspectorGraphInBrowser: a user's graph drawn in headless Chromium: the user in the
+// middle, the people and places named, the relations as edges; a move ends the old edge, which
+// the history shows dashed and the relations table as ended; at a time before the move the old
+// city is the live relation again. Chinese names render as text.
+func TestInspectorGraphInBrowser(t *testing.T) {
+	b := newBrowser(t)
+	e := start(t, inspector.Config{})
+	t0 := time.Now().Add(-72 * time.Hour).Truncate(time.Second)
+	e.turn(t, "acme", "g1", "alice", "g1-1", "user", "My best friend Melanie, Mel for short, lives in Rome. I live in Paris.", t0)
+	e.turn(t, "acme", "g1", "alice", "g1-2", "user", "我妹妹小美和小刚结婚了。", t0.Add(time.Minute))
+	e.end(t, "acme", "g1", "alice")
+	e.turn(t, "acme", "g2", "alice", "g2-1", "user", "I moved from Paris to Lisbon.", t0.Add(24*time.Hour))
+	e.end(t, "acme", "g2", "alice")
+	brokertest.CheckFor(t, 20*time.Second, 50*time.Millisecond, func() error {
+		var g inspector.UserGraph
+		e.get(t, "/api/tenants/acme/users/alice/graph", &g)
+		// Every edge written, the Paris edge ended by the Lisbon one.
+		for _, h := range g.History {
+			if h.ObjectName == "Paris" && h.ValidTo != nil && len(g.History) >= 5 {
+				return nil
+			}
+		}
+		return fmt.Errorf("graph so far: %+v", g.History)
+	})
+	b.do(chromedp.Navigate(e.srv.URL + "/#/t/acme/u/alice"))
+	b.waitFor("the graph", `document.querySelector('#main[data-view=user][data-loaded=true] #graph-svg')`)
+	for _, name := range []string{"Melanie", "Paris", "Lisbon", "小美", "小刚"} {
+		if n := b.count(fmt.Sprintf(`#graph-svg g.node[data-name=%q]`, name)); n != 1 {
+			t.Fatalf("%d nodes named %s", n, name)
+		}
+	}
+	if got := b.text(`#graph-svg g.node-user .node-label`); got != "user alice" {
+		t.Fatalf("the user's node is labelled %q", got)
+	}
+	if n := b.count(`#graph-svg g.node[data-name="Mel"]`); n != 0 {
+		t.Fatal("Mel is drawn as a node of its own, not as Melanie's alias")
+	}
+	if got := b.text(`.entities-table tr[data-name="Melanie"] td.aliases`); got != "Mel" {
+		t.Fatalf("Melanie's aliases show %q", got)
+	}
+	if got := b.attr(`#graph-svg g.node[data-name="Paris"]`, "data-type"); got != "place" {
+		t.Fatalf("Paris is of type %q", got)
+	}
+	live := `#graph-svg g.edge[data-state="live"]`
+	if n := b.count(live); n != 4 {
+		t.Fatalf("%d live edges drawn, want 4 (friend, lives_in Lisbon, sister, married_to)", n)
+	}
+	if n := b.count(`#graph-svg g.edge[data-object="Paris"]`); n != 0 {
+		t.Fatal("the ended Paris edge is drawn without the history")
+	}
+	if got := b.text(`#graph-svg g.edge[data-relation="married_to"] .edge-label`); got != "married_to" {
+		t.Fatalf("the married_to edge is labelled %q", got)
+	}
+	// Positions: every node inside the drawing, none on top of another.
+	overlap := eval[bool](b, `(() => {
+		const ps = [...document.querySelectorAll("#graph-svg g.node")].map((g) => g.getBoundingClientRect());
+		const box = document.querySelector("#graph-svg").getBoundingClientRect();
+		for (const p of ps) if (p.left < box.left || p.right > box.right || p.top < box.top || p.bottom > box.bottom) return true;
+		for (let i = 0; i < ps.length; i++) for (let j = i + 1; j < ps.length; j++) {
+			const a = ps[i], c = ps[j];
+			const dx = (a.left + a.right - c.left - c.right) / 2, dy = (a.top + a.bottom - c.top - c.bottom) / 2;
+			if (Math.hypot(dx, dy) < 20) return true;
+		}
+		return false;
+	})()`)
+	if overlap {
+		b.shot("failed-graph-layout")
+		t.Fatal("a node lies outside the drawing or on another")
+	}
+	ended := `.relations-table tr[data-state="ended"]`
+	if n := b.count(ended); n != 1 || !strings.Contains(b.text(ended+" .rel-text"), "user lives_in Paris") {
+		t.Fatalf("%d ended relations listed (%q), want Paris's", n, b.text(ended+" .rel-text"))
+	}
+	if b.text(ended+" td.valid-to") == "—" {
+		t.Fatal("the ended Paris relation shows no end")
+	}
+	b.shot("06-graph")
+
+	// The history: the ended edge drawn dashed.
+	b.do(chromedp.Click(chromedp.ID("graph-history")))
+	b.waitFor("the ended edge", `document.querySelector('#graph-svg g.edge[data-state="ended"][data-object="Paris"]')`)
+	if dash := eval[string](b, `getComputedStyle(document.querySelector('#graph-svg g.edge-ended line')).strokeDasharray`); dash == "none" || dash == "" {
+		t.Fatalf("the ended edge is drawn solid (dasharray %q)", dash)
+	}
+	b.shot("07-graph-history")
+
+	// At a time before the move, Paris is the city and Lisbon is not named yet.
+	before := t0.Add(time.Hour).UTC().Format(time.RFC3339)
+	b.do(chromedp.SetValue(chromedp.ID("graph-at"), before), chromedp.Click(chromedp.ID("graph-at-go")))
+	b.waitFor("the graph before the move", `document.querySelector('#graph-svg g.edge[data-state="live"][data-object="Paris"]')`)
+	if n := b.count(`#graph-svg g.node[data-name="Lisbon"]`); n != 0 {
+		t.Fatal("Lisbon is drawn before it was named")
+	}
+	if got := b.text("#graph-count"); !strings.Contains(got, "relations at") {
+		t.Fatalf("the graph's heading says %q", got)
+	}
+	b.shot("08-graph-before-the-move")
+	if errs := b.errors(); len(errs) > 0 {
+		t.Fatalf("the page logged errors: %v", errs)
+	}
+}

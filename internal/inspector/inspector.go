@@ -214,6 +214,7 @@ func (i *Inspector) Close() {
 //	GET /api/tenants/{tenant}/sessions                every session header of the tenant
 //	GET /api/tenants/{tenant}/sessions/{session}      entries, pending, budget, summaries, pressure
 //	GET /api/tenants/{tenant}/users/{user}/facts      facts with history, summaries, provenance turns
+//	GET /api/tenants/{tenant}/users/{user}/graph      entities and relations at ?at=, with their history
 //	GET /api/usage                                    LLM usage of every tenant shown
 //	GET /api/tenants/{tenant}/usage                   LLM usage of one tenant
 //	GET /api/tenants/{tenant}/search?q=…&session=…&user=…&limit=…&sources=…&context_tokens=…
@@ -224,6 +225,7 @@ func (i *Inspector) Handler() http.Handler {
 	api.HandleFunc("GET /api/tenants/{tenant}/sessions", i.handleSessions)
 	api.HandleFunc("GET /api/tenants/{tenant}/sessions/{session}", i.handleSession)
 	api.HandleFunc("GET /api/tenants/{tenant}/users/{user}/facts", i.handleFacts)
+	api.HandleFunc("GET /api/tenants/{tenant}/users/{user}/graph", i.handleGraph)
 	api.HandleFunc("GET /api/usage", i.handleUsage)
 	api.HandleFunc("GET /api/tenants/{tenant}/usage", i.handleTenantUsage)
 	api.HandleFunc("GET /api/tenants/{tenant}/search", i.handleSearch)

@@ -19,6 +19,10 @@ func TestParseKey(t *testing.T) {
 		{longterm.SessionKey("t-1", "u_2", "s1"), longterm.Key{Tenant: "t-1", User: "u_2", Kind: "x", ID: "s1"}},
 		{"acme.alice.k.0f1e", longterm.Key{Tenant: "acme", User: "alice", Kind: "k", ID: "0f1e"}},
 		{"acme.alice.f.a.b", longterm.Key{Tenant: "acme", User: "alice", Kind: "f", ID: "a.b"}},
+		{"acme.alice.n.ent_1", longterm.Key{Tenant: "acme", User: "alice", Kind: "n", ID: "ent_1"}},
+		{"acme.alice.a.ent_2", longterm.Key{Tenant: "acme", User: "alice", Kind: "a", ID: "ent_2"}},
+		{"acme.alice.e.edge_1", longterm.Key{Tenant: "acme", User: "alice", Kind: "e", ID: "edge_1"}},
+		{"acme.alice.r.key_1", longterm.Key{Tenant: "acme", User: "alice", Kind: "r", ID: "key_1"}},
 	} {
 		got, err := longterm.ParseKey(tt.key)
 		if err != nil || got != tt.want {

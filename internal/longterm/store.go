@@ -7,6 +7,10 @@
 //	<tenant>.<user>.k.<key id>       the slot of a stable key (user.city): which fact holds it
 //	<tenant>.<user>.s.<summary id>   a summary (id derived from the turn ids it covers)
 //	<tenant>.<user>.x.<session>      the session index
+//	<tenant>.<user>.n.<entity id>    an entity of the user's graph (graph.go)
+//	<tenant>.<user>.a.<entity id>    an alias: the entity of that id is another's other name
+//	<tenant>.<user>.e.<edge id>      an edge (a relation between two entities), kept as a fact
+//	<tenant>.<user>.r.<key id>       the slot of an edge's key: which edge holds it
 //
 // Every value names its owner (a fact and a summary their tenant, user and id, a session index
 // entry its session and, written since, its tenant and user; a slot the key whose id it is
@@ -66,6 +70,10 @@ type Fact struct {
 	// StatedAt is the time of each provenance turn (a turn it lacks counts as stated at
 	// ValidFrom; facts stored before it was kept have none).
 	StatedAt map[string]time.Time `json:"stated_at,omitempty"`
+
+	// Triple is set on an edge of the user's graph (AddEdge, graph.go): a fact about two
+	// entities, stored under its own kind but kept, superseded and versioned as a fact.
+	Triple *Triple `json:"triple,omitempty"`
 }
 
 // Live reports whether the fact is valid now (not superseded, not deleted).
@@ -160,6 +168,19 @@ const (
 	kindSlot    = "k"
 	kindSummary = "s"
 	kindSession = "x"
+	kindEntity  = "n"
+	kindEdge    = "e"
+	kindRelSlot = "r"
+	kindAlias   = "a"
+)
+
+// temporal names the kinds of one temporal model's records: facts and their key slots, or
+// edges and theirs. Both are kept, superseded and versioned by the same code (AddFact).
+type temporal struct{ record, slot string }
+
+var (
+	factKinds = temporal{kindFact, kindSlot}
+	edgeKinds = temporal{kindEdge, kindRelSlot}
 )
 
 // recordKey is the key of one record: its owner, kind and id.
@@ -184,7 +205,8 @@ func SessionKey(tenant, user, session string) string {
 type Key struct {
 	Tenant, User string
 	// Kind is the record's kind token: "f" a fact, "s" a summary, "x" a session, "k" the slot of
-	// a fact's stable key.
+	// a fact's stable key; of the graph (graph.go), "n" an entity, "a" an alias, "e" an edge and
+	// "r" the slot of an edge's key.
 	Kind string
 	// ID is the record's id; it may hold dots.
 	ID string
@@ -207,10 +229,10 @@ func ParseKey(key string) (Key, error) {
 		return Key{}, fmt.Errorf("long-term key %q: %w", key, err)
 	}
 	switch k.Kind {
-	case kindFact, kindSlot, kindSummary, kindSession:
+	case kindFact, kindSlot, kindSummary, kindSession, kindEntity, kindEdge, kindRelSlot, kindAlias:
 	default:
 		return Key{}, fmt.Errorf("long-term key %q: %w", key,
-			&events.FieldError{Field: "kind", Message: fmt.Sprintf("%q is not one of f, k, s, x", k.Kind)})
+			&events.FieldError{Field: "kind", Message: fmt.Sprintf("%q is not one of f, k, s, x, n, a, e, r", k.Kind)})
 	}
 	if k.ID == "" {
 		return Key{}, fmt.Errorf("long-term key %q: %w", key, &events.FieldError{Field: "id", Message: "must not be empty"})
@@ -225,6 +247,13 @@ func (s *Store) check(k recordKey, v any) *integrity.Error {
 	var pairs [][3]string // field, got, want
 	switch r := v.(type) {
 	case *Fact:
+		pairs = [][3]string{{integrity.Tenant, r.Tenant, k.tenant}, {integrity.User, r.User, k.user}, {integrity.ID, r.ID, k.id}}
+		if (k.kind == kindEdge) != (r.Triple != nil) {
+			return integrity.Undecoded(s.bucket, key, errors.New("an edge needs its triple, a fact has none"))
+		}
+	case *Entity:
+		pairs = [][3]string{{integrity.Tenant, r.Tenant, k.tenant}, {integrity.User, r.User, k.user}, {integrity.ID, r.ID, k.id}}
+	case *Alias:
 		pairs = [][3]string{{integrity.Tenant, r.Tenant, k.tenant}, {integrity.User, r.User, k.user}, {integrity.ID, r.ID, k.id}}
 	case *Summary:
 		pairs = [][3]string{{integrity.Tenant, r.Tenant, k.tenant}, {integrity.User, r.User, k.user}, {integrity.ID, r.ID, k.id}}
@@ -463,11 +492,19 @@ func VersionID(id string) string {
 // version. f.StatedAt gives each provenance turn's time; without it every turn counts as
 // stated at f.ValidFrom.
 func (s *Store) AddFact(ctx context.Context, f Fact) (FactChange, error) {
+	if f.Triple != nil {
+		return FactChange{}, fmt.Errorf("fact %q: %w", f.ID, errTripleInFact)
+	}
+	return s.add(ctx, factKinds, f)
+}
+
+// add is AddFact for the records of tk.
+func (s *Store) add(ctx context.Context, tk temporal, f Fact) (FactChange, error) {
 	var ch FactChange
 	f.StatedAt = f.statedOf(f.Provenance)
 	for range maxVersions {
 		var next *Fact
-		stored, out, err := update(ctx, s, recordKey{f.Tenant, f.User, kindFact, f.ID},
+		stored, out, err := update(ctx, s, recordKey{f.Tenant, f.User, tk.record, f.ID},
 			func() (Fact, bool) { next = nil; return f, true },
 			func(cur *Fact) bool {
 				during, after := f.splitAt(cur.ValidTo)
@@ -489,7 +526,7 @@ func (s *Store) AddFact(ctx context.Context, f Fact) (FactChange, error) {
 		if f.Key == "" || stored.Deleted {
 			return ch, nil
 		}
-		return s.settleKey(ctx, stored, ch)
+		return s.settleKey(ctx, tk, stored, ch)
 	}
 	return ch, fmt.Errorf("storing fact %q: more than %d versions", f.ID, maxVersions)
 }
@@ -512,7 +549,7 @@ func (f Fact) statedOf(prov []string) map[string]time.Time {
 // its end as x's next version (AddFact), which supersedes whatever holds the key then:
 // a restatement that was stored before the fact it restates against (extractions out of
 // order). It returns nil when x has no such statement.
-func (s *Store) restateLate(ctx context.Context, x Fact) (*FactChange, error) {
+func (s *Store) restateLate(ctx context.Context, tk temporal, x Fact) (*FactChange, error) {
 	if x.ValidTo == nil || x.Deleted {
 		return nil, nil
 	}
@@ -528,9 +565,9 @@ func (s *Store) restateLate(ctx context.Context, x Fact) (*FactChange, error) {
 	again := Fact{
 		ID: x.ID, Tenant: x.Tenant, User: x.User, Content: x.Content, Category: x.Category, Key: x.Key,
 		Tokens: x.Tokens, ValidFrom: *x.ValidTo, Provenance: late, StatedAt: x.statedOf(late), Sessions: x.Sessions,
-		Confidence: x.Confidence, Extractor: x.Extractor, Metadata: x.Metadata,
+		Confidence: x.Confidence, Extractor: x.Extractor, Metadata: x.Metadata, Triple: x.Triple,
 	}
-	ch, err := s.AddFact(ctx, again)
+	ch, err := s.add(ctx, tk, again)
 	if err != nil {
 		return nil, err
 	}
@@ -617,8 +654,8 @@ func (f *Fact) merge(st Fact) bool {
 }
 
 // settleKey makes the slot of f's key point at the newest fact and marks the others superseded.
-func (s *Store) settleKey(ctx context.Context, f Fact, ch FactChange) (FactChange, error) {
-	key := recordKey{f.Tenant, f.User, kindSlot, fact.KeyID(f.Tenant, f.User, f.Key)}
+func (s *Store) settleKey(ctx context.Context, tk temporal, f Fact, ch FactChange) (FactChange, error) {
+	key := recordKey{f.Tenant, f.User, tk.slot, fact.KeyID(f.Tenant, f.User, f.Key)}
 	var previous string
 	newer := func(a, b slot) bool {
 		return a.ValidFrom.After(b.ValidFrom) || (a.ValidFrom.Equal(b.ValidFrom) && a.FactID > b.FactID)
@@ -640,27 +677,27 @@ func (s *Store) settleKey(ctx context.Context, f Fact, ch FactChange) (FactChang
 	}
 	if cur.FactID != f.ID {
 		// A newer fact holds the key: this one is history.
-		marked, err := s.supersede(ctx, f.Tenant, f.User, f.ID, cur.FactID, cur.ValidFrom)
+		marked, err := s.supersede(ctx, tk, f.Tenant, f.User, f.ID, cur.FactID, cur.ValidFrom)
 		if err != nil {
 			return ch, err
 		}
 		ch.Fact, ch.SupersededBy = marked, cur.FactID
-		return s.restated(ctx, marked, ch)
+		return s.restated(ctx, tk, marked, ch)
 	}
 	if previous != "" {
-		old, err := s.supersede(ctx, f.Tenant, f.User, previous, f.ID, f.ValidFrom)
+		old, err := s.supersede(ctx, tk, f.Tenant, f.User, previous, f.ID, f.ValidFrom)
 		if err != nil {
 			return ch, err
 		}
 		ch.Superseded = append(ch.Superseded, old)
-		return s.restated(ctx, old, ch)
+		return s.restated(ctx, tk, old, ch)
 	}
 	return ch, nil
 }
 
 // restated adds to ch the change restateLate makes of ended, the fact ch just ended.
-func (s *Store) restated(ctx context.Context, ended Fact, ch FactChange) (FactChange, error) {
-	again, err := s.restateLate(ctx, ended)
+func (s *Store) restated(ctx context.Context, tk temporal, ended Fact, ch FactChange) (FactChange, error) {
+	again, err := s.restateLate(ctx, tk, ended)
 	if err != nil || again == nil {
 		return ch, err
 	}
@@ -669,8 +706,8 @@ func (s *Store) restated(ctx context.Context, ended Fact, ch FactChange) (FactCh
 }
 
 // supersede marks fact id as replaced by newID from validTo on.
-func (s *Store) supersede(ctx context.Context, tenant, user, id, newID string, validTo time.Time) (Fact, error) {
-	f, _, err := update(ctx, s, recordKey{tenant, user, kindFact, id},
+func (s *Store) supersede(ctx context.Context, tk temporal, tenant, user, id, newID string, validTo time.Time) (Fact, error) {
+	f, _, err := update(ctx, s, recordKey{tenant, user, tk.record, id},
 		func() (Fact, bool) { return Fact{}, false },
 		func(cur *Fact) bool {
 			if cur.SupersededBy == newID && cur.ValidTo != nil && cur.ValidTo.Equal(validTo) {
@@ -704,9 +741,14 @@ type UserRecords struct {
 	Facts     []Fact
 	Summaries []Summary
 	Sessions  []SessionRef
+	// The user's graph (graph.go): entities, the aliases folding one name into another, and
+	// edges with their history.
+	Entities []Entity
+	Aliases  []Alias
+	Edges    []Fact
 }
 
-// User reads every record of a user (facts with their history, summaries, sessions), in one
+// User reads every record of a user (facts with their history, summaries, sessions, the graph), in one
 // batched read of the bucket's stream. Corrupt records are reported and left out.
 func (s *Store) User(ctx context.Context, tenant, user string) (UserRecords, error) {
 	var out UserRecords
@@ -754,6 +796,21 @@ func (s *Store) User(ctx context.Context, tenant, user string) (UserRecords, err
 			var r SessionRef
 			if cerr = s.decode(k, data, &r); cerr == nil {
 				out.Sessions = append(out.Sessions, r)
+			}
+		case kindEntity:
+			var e Entity
+			if cerr = s.decode(k, data, &e); cerr == nil {
+				out.Entities = append(out.Entities, e)
+			}
+		case kindAlias:
+			var a Alias
+			if cerr = s.decode(k, data, &a); cerr == nil {
+				out.Aliases = append(out.Aliases, a)
+			}
+		case kindEdge:
+			var e Fact
+			if cerr = s.decode(k, data, &e); cerr == nil {
+				out.Edges = append(out.Edges, e)
 			}
 		}
 		s.rep.Report(cerr)
@@ -806,7 +863,7 @@ func (s *Store) Correct(ctx context.Context, tenant, user, oldID, newID, content
 	if err != nil {
 		return Fact{}, Fact{}, err
 	}
-	marked, err := s.supersede(ctx, tenant, user, oldID, newID, at)
+	marked, err := s.supersede(ctx, factKinds, tenant, user, oldID, newID, at)
 	if err != nil {
 		return Fact{}, Fact{}, err
 	}

@@ -1,10 +1,11 @@
 // Package mcpserver exposes agentmem to any MCP client (Claude Desktop, Cursor, an agent
-// framework) as six tools: remember, recall, get_context, list_facts, end_session and
-// forget_user. end_session ends the server's session, so its facts reach the user's other
+// framework) as seven tools: remember, recall, get_context, list_facts, list_entities (the
+// user's graph of entities and relations, package graph), end_session and forget_user.
+// end_session ends the server's session, so its facts reach the user's other
 // sessions now rather than after the idle time. It is a
 // thin adapter over the v1 NATS contract (pkg/client for turns and retrieval, request-reply on
-// memory.forget.<tenant>); only list_facts reads the long-term bucket directly, because the
-// contract has no request for it.
+// memory.forget.<tenant>); only list_facts and list_entities read the long-term bucket
+// directly, because the contract has no request for them.
 //
 // The tenant, user and session are fixed by the server's configuration: no tool has an argument
 // that names them, and arguments a tool does not declare are rejected (each input schema has

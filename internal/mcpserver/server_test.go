@@ -139,7 +139,7 @@ func ids(out mcpserver.RecallOutput) []string {
 	return s
 }
 
-// checkToolList checks that the six tools are listed with schemas that name none of tenant,
+// checkToolList checks that the seven tools are listed with schemas that name none of tenant,
 // user or session and allow no other properties.
 func checkToolList(t *testing.T, cs *mcp.ClientSession) {
 	t.Helper()
@@ -149,14 +149,16 @@ func checkToolList(t *testing.T, cs *mcp.ClientSession) {
 	}
 	required := map[string][]string{
 		"remember": {"content"}, "recall": {"query"}, "get_context": {"query"}, "list_facts": nil, "forget_user": nil, "end_session": nil,
+		"list_entities": nil,
 	}
 	props := map[string][]string{
-		"remember":    {"content", "role", "tool"},
-		"recall":      {"query", "limit", "sources", "types"},
-		"get_context": {"query", "tokens"},
-		"list_facts":  {"history"},
-		"forget_user": {"confirm"},
-		"end_session": nil,
+		"remember":      {"content", "role", "tool"},
+		"recall":        {"query", "limit", "sources", "types"},
+		"get_context":   {"query", "tokens"},
+		"list_facts":    {"history"},
+		"list_entities": {"at", "history"},
+		"forget_user":   {"confirm"},
+		"end_session":   nil,
 	}
 	var names []string
 	for _, tool := range res.Tools {
@@ -198,7 +200,7 @@ func checkToolList(t *testing.T, cs *mcp.ClientSession) {
 		}
 	}
 	slices.Sort(names)
-	if want := []string{"end_session", "forget_user", "get_context", "list_facts", "recall", "remember"}; !slices.Equal(names, want) {
+	if want := []string{"end_session", "forget_user", "get_context", "list_entities", "list_facts", "recall", "remember"}; !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
 	}
 	for _, tool := range res.Tools {
@@ -344,6 +346,7 @@ func TestToolsCannotReachAnotherTenantOrUser(t *testing.T) {
 		{"recall", map[string]any{"query": "locker code", "tenant": "other", "user": "alice", "session": "s1"}},
 		{"get_context", map[string]any{"query": "locker code", "session": "s2"}},
 		{"list_facts", map[string]any{"user": "bob"}},
+		{"list_entities", map[string]any{"user": "bob"}},
 		{"forget_user", map[string]any{"confirm": true, "user": "bob", "tenant": "other"}},
 		{"end_session", map[string]any{"session": "s2"}},
 	} {
@@ -433,6 +436,7 @@ func TestUnavailableServiceIsAToolError(t *testing.T) {
 		{"recall", map[string]any{"query": "hello"}},
 		{"get_context", map[string]any{"query": "hello"}},
 		{"list_facts", nil},
+		{"list_entities", nil},
 		{"forget_user", map[string]any{"confirm": true}},
 		{"end_session", nil},
 	} {

@@ -10,6 +10,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentmem/agentmem/internal/graph"
 	"github.com/agentmem/agentmem/internal/view"
 	"github.com/agentmem/agentmem/pkg/client"
 	"github.com/agentmem/agentmem/pkg/events"
@@ -21,6 +22,7 @@ const (
 	ToolRecall     = "recall"
 	ToolGetContext = "get_context"
 	ToolListFacts  = "list_facts"
+	ToolGraph      = "list_entities"
 	ToolForgetUser = "forget_user"
 	ToolEndSession = "end_session"
 )
@@ -97,6 +99,40 @@ type Fact struct {
 type ListFactsOutput struct {
 	Facts []Fact `json:"facts" jsonschema:"the user's facts, oldest first"`
 	Total int    `json:"total" jsonschema:"how many facts there are"`
+}
+
+// GraphInput is the input of list_entities.
+type GraphInput struct {
+	At      string `json:"at,omitempty" jsonschema:"the time to show the graph at, RFC 3339 (default now)"`
+	History bool   `json:"history,omitempty" jsonschema:"true: also every relation that ended (moved away, left a job), oldest first"`
+}
+
+// Entity is one entity of the user's graph.
+type Entity struct {
+	ID        string    `json:"id" jsonschema:"the entity's id"`
+	Name      string    `json:"name" jsonschema:"its name, as first said"`
+	Type      string    `json:"type,omitempty" jsonschema:"person, place, organization, thing or event; absent when unknown"`
+	Aliases   []string  `json:"aliases,omitempty" jsonschema:"its other names in the conversations"`
+	User      bool      `json:"user,omitempty" jsonschema:"true on the user's own entity"`
+	Turns     int       `json:"turns" jsonschema:"how many turns name it"`
+	FirstSeen time.Time `json:"first_seen" jsonschema:"when it was first named"`
+	LastSeen  time.Time `json:"last_seen" jsonschema:"when it was last named"`
+}
+
+// Relation is one relation between two entities of the user's graph.
+type Relation struct {
+	Subject   string     `json:"subject" jsonschema:"the subject's name (user: the user)"`
+	Relation  string     `json:"relation" jsonschema:"the relation: lives_in, works_at, sister, married_to, has_pet, …"`
+	Object    string     `json:"object,omitempty" jsonschema:"the object's name; absent on a record that the relation ended"`
+	ValidFrom time.Time  `json:"valid_from" jsonschema:"since when it holds"`
+	ValidTo   *time.Time `json:"valid_to,omitempty" jsonschema:"until when it held, for one that ended"`
+}
+
+// GraphOutput is the result of list_entities.
+type GraphOutput struct {
+	At        time.Time  `json:"at" jsonschema:"the time the graph is shown at"`
+	Entities  []Entity   `json:"entities" jsonschema:"the people, places, organizations, things and events the user's conversations named by then"`
+	Relations []Relation `json:"relations" jsonschema:"the relations that held then (with history: every relation stated by then)"`
 }
 
 // EndSessionInput is the input of end_session: none.
@@ -184,6 +220,15 @@ func (s *Server) register() {
 		InputSchema: inputSchema[ListFactsInput](nil),
 		Annotations: readOnly,
 	}, s.listFacts)
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:  ToolGraph,
+		Title: "List entities and relations",
+		Description: "List the people, places, organizations, things and events agentmem knows from the user's " +
+			"conversations, and how they relate (the user lives in Lisbon, the user's sister is Anna), as they were " +
+			"at a time (at, default now; history: true adds the relations that ended).",
+		InputSchema: inputSchema[GraphInput](nil),
+		Annotations: readOnly,
+	}, s.listEntities)
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name:  ToolEndSession,
 		Title: "End the session",
@@ -292,6 +337,40 @@ func (s *Server) listFacts(ctx context.Context, _ *mcp.CallToolRequest, in ListF
 	for _, f := range facts {
 		out.Facts = append(out.Facts, Fact{ID: f.ID, Content: f.Content, Category: f.Category, Key: f.Key, State: f.State,
 			ValidFrom: f.ValidFrom, ValidTo: f.ValidTo, SupersededBy: f.SupersededBy, Confidence: f.Confidence})
+	}
+	return nil, out, nil
+}
+
+func (s *Server) listEntities(ctx context.Context, _ *mcp.CallToolRequest, in GraphInput) (*mcp.CallToolResult, GraphOutput, error) {
+	at := time.Now().UTC()
+	if in.At != "" {
+		t, err := time.Parse(time.RFC3339Nano, in.At)
+		if err != nil {
+			return nil, GraphOutput{}, fmt.Errorf("%s: at %q: want an RFC 3339 time such as 2026-11-30T10:00:00Z", ToolGraph, in.At)
+		}
+		at = t
+	}
+	store, err := s.longTerm(ctx)
+	if err != nil {
+		return nil, GraphOutput{}, s.toolError(ToolGraph, "the long-term store", s.topo.LongTermBucket(), err)
+	}
+	recs, err := store.User(ctx, s.cfg.Tenant, s.cfg.User)
+	if err != nil {
+		return nil, GraphOutput{}, s.toolError(ToolGraph, "the long-term store", s.topo.LongTermBucket(), err)
+	}
+	snap := graph.Build(recs).At(at)
+	out := GraphOutput{At: at, Entities: make([]Entity, 0, len(snap.Entities)), Relations: []Relation{}}
+	for _, n := range snap.Entities {
+		out.Entities = append(out.Entities, Entity{ID: n.ID, Name: n.Name, Type: n.Type, Aliases: n.Aliases, User: n.User,
+			Turns: len(n.Provenance), FirstSeen: n.FirstSeen, LastSeen: n.LastSeen})
+	}
+	edges := snap.Relations
+	if in.History {
+		edges = snap.History
+	}
+	for _, e := range edges {
+		out.Relations = append(out.Relations, Relation{Subject: e.SubjectName, Relation: e.Relation, Object: e.ObjectName,
+			ValidFrom: e.ValidFrom, ValidTo: e.ValidTo})
 	}
 	return nil, out, nil
 }

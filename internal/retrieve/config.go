@@ -77,6 +77,13 @@ type Config struct {
 	// soft prior that reorders near-ties and never lifts an entry into the top ten: period.go);
 	// 0 is DefaultPeriodWeight.
 	PeriodWeight float64
+	// Graph is the weight of the user's graph in the ranking (package graph): an entry that
+	// belongs to an entity the query names and that the query's words do not find (a turn of
+	// another of its names, any of its turns when a relation named it, and the facts and
+	// summaries made from them) gains Graph × the request's best relevance, a neighbour's half
+	// that, and such entries are candidates even without a matching word. 0 is DefaultGraph;
+	// rank.Off (-1) leaves the graph out.
+	Graph float64
 	// Rank configures the keyword ranking of every source (internal/rank); the zero value is
 	// the measured default. The archive uses session evidence and diversity (its documents are
 	// grouped by session); short-term and long-term entries are ranked alone. memeval's
@@ -118,8 +125,29 @@ func (c Config) withDefaults() Config {
 	if c.PeriodWeight == 0 {
 		c.PeriodWeight = DefaultPeriodWeight
 	}
+	if c.Graph == 0 {
+		c.Graph = DefaultGraph
+	}
 	return c
 }
+
+// DefaultGraph is Config.Graph's default, measured on the development sets (docs/graph.md).
+const DefaultGraph = 0.3
+
+// diversity is the session-diversity factor of the keyword ranking (rank.Config.Diversity), 1
+// when it is off.
+func (c Config) diversity() float64 {
+	switch c.Rank.Diversity {
+	case 0:
+		return rank.DefaultDiversity
+	case rank.Off:
+		return 1
+	}
+	return c.Rank.Diversity
+}
+
+// graphWeight is the weight of the graph in the ranking, 0 when it is left out.
+func (c Config) graphWeight() float64 { return max(c.Graph, 0) }
 
 // Validate names the first field that cannot work.
 func (c Config) Validate() error {
@@ -142,6 +170,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.Fusion.Validate(); err != nil {
 		return err
+	}
+	if c.Graph < 0 && c.Graph != rank.Off {
+		return fmt.Errorf("retrieve: graph weight %v, want >= 0 or rank.Off", c.Graph)
 	}
 	if c.CachedSessions < 1 || c.Concurrency < 1 {
 		return errors.New("retrieve: cached sessions and concurrency must be positive")

@@ -291,7 +291,8 @@ type candidate struct {
 	keyword   float64  // keyword relevance in [0,1]
 	relevance float64  // keyword relevance with the session-diversity factor (= keyword without one)
 	vector    *float64 // vector relevance in [0,1], nil without an embedder
-	score     float64  // the relevance it is ranked by (fuse, fusion.go)
+	score     float64  // the relevance it is ranked by (fuse, fusion.go), graph's included
+	graph     float64  // the relevance the user's graph added to score (graph.go)
 }
 
 // merge combines keyword hits and vector hits of one source into candidates. hasVector, nil when
@@ -403,17 +404,21 @@ func (s *Service) Retrieve(ctx context.Context, tenant string, req events.Retrie
 	wantProfile := user != "" && wantLong && (len(types) == 0 || types[memory.Fact]) && req.ContextTokensOrDefault() > 0
 	var facts []memory.Entry
 	var changes map[string]change
+	var related graphRelated
 	if user != "" && (wantLong || wantArchive) {
 		start := time.Now()
-		more, live, changed, rerr := s.userCandidates(ctx, userKey{tenant, user}, req.Query, qv, model, at, k, wantLong, wantArchive, wantProfile)
+		more, live, changed, rel, rerr := s.userCandidates(ctx, userKey{tenant, user}, req.Query, qv, model, at, k, wantLong, wantArchive, wantProfile)
 		s.cfg.Metrics.RetrieveSource("user", time.Since(start))
 		if rerr != nil {
 			return reply, rerr
 		}
-		cands, facts, changes = append(cands, more...), live, changed
+		cands, facts, changes, related = append(cands, more...), live, changed, rel
 	}
 
 	fuse(s.cfg.Fusion, cands)
+	// What belongs to the entities the query names, and to their neighbours, gains relevance
+	// (graph.go).
+	reply.Entities = related.apply(cands, s.cfg.graphWeight(), s.cfg.diversity())
 	// A question about a period ("last Saturday", "四周前") raises what was said in it, as a soft
 	// prior that reorders near-ties (period.go; internal/when finds the period). A dialogue (a
 	// query of several lines, rank.ParseQuery) is not a question: its time words tell of the
@@ -442,6 +447,9 @@ func (s *Service) Retrieve(ctx context.Context, tenant string, req events.Retrie
 		}
 		if c.fused() != c.keyword {
 			sc.Relevance = round(c.fused())
+		}
+		if c.graph > 0 {
+			sc.Graph = round(c.graph)
 		}
 		reply.Entries = append(reply.Entries, events.RetrievedEntry{
 			ID: e.ID, Type: string(e.Type), Content: e.Content, Timestamp: e.Timestamp.UTC(),
@@ -611,7 +619,7 @@ func (s *Service) queryEmbedder() Embedder {
 // userCandidates scores a user's long-term memory and archive and, with profile, returns the
 // user's facts live at `at` from the same view (see liveFacts), and the turns that stated what
 // has changed by `at` (changesAt).
-func (s *Service) userCandidates(ctx context.Context, key userKey, query string, qv []float32, model string, at time.Time, k int, long, arch, profile bool) ([]candidate, []memory.Entry, map[string]change, *Error) {
+func (s *Service) userCandidates(ctx context.Context, key userKey, query string, qv []float32, model string, at time.Time, k int, long, arch, profile bool) ([]candidate, []memory.Entry, map[string]change, graphRelated, *Error) {
 	// A cold user's vectors are read while the long-term memory and the archive are, not
 	// before them: the first request waits for the longest of the reads, not their sum.
 	var storedc chan *storedVectors
@@ -634,12 +642,12 @@ func (s *Service) userCandidates(ctx context.Context, key userKey, query string,
 	defer cancel()
 	if err := uv.refreshLong(rctx, s.long); err != nil {
 		uv.mu.Unlock()
-		return nil, nil, nil, &Error{Code: 500, Message: "reading long-term memory: " + err.Error()}
+		return nil, nil, nil, graphRelated{}, &Error{Code: 500, Message: "reading long-term memory: " + err.Error()}
 	}
 	if arch {
 		if err := uv.refreshArchive(rctx, s.store, s.reader); err != nil {
 			uv.mu.Unlock()
-			return nil, nil, nil, &Error{Code: 500, Message: "reading the archive: " + err.Error()}
+			return nil, nil, nil, graphRelated{}, &Error{Code: 500, Message: "reading the archive: " + err.Error()}
 		}
 	}
 	sessionOf := func(e memory.Entry) string {
@@ -686,13 +694,17 @@ func (s *Service) userCandidates(ctx context.Context, key userKey, query string,
 		}
 		out = append(out, merge(uv.archIdx.Search(query, k), vec, hasVector, entry, memory.SourceArchive, sessionOf)...)
 	}
+	var related graphRelated
+	if s.cfg.graphWeight() > 0 {
+		related, out = uv.related(query, at, long, arch, out)
+	}
 	sessions := make([]string, 0, len(uv.sessions))
 	for name := range uv.sessions {
 		sessions = append(sessions, name)
 	}
 	uv.mu.Unlock()
 	s.users.noteSessions(uv, sessions)
-	return out, facts, changes, nil
+	return out, facts, changes, related, nil
 }
 
 // bodyTenant returns the tenant a JSON request body names itself, if it has a "tenant" field.

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/agentmem/agentmem/internal/archive"
+	"github.com/agentmem/agentmem/internal/graph"
 	"github.com/agentmem/agentmem/internal/integrity"
 	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/rank"
@@ -40,6 +41,8 @@ type userView struct {
 	long       map[string]memory.Entry
 	longIdx    *rank.Index
 	longVecs   vectorSet
+	// graph is the user's graph of entities and relations (package graph), read with the facts.
+	graph *graph.View
 
 	sessions map[string]*archiveSession
 	archive  map[string]memory.Entry
@@ -124,6 +127,7 @@ func (u *userView) refreshLong(ctx context.Context, store *longterm.Store) error
 		long[f.ID] = memory.Entry{ID: f.ID, Type: memory.Fact, Content: f.Content, Timestamp: f.ValidFrom.UTC(),
 			Tokens: f.Tokens, Provenance: f.Provenance, Metadata: md}
 	}
+	u.graph = graph.Build(recs)
 	u.facts = make(map[string]longterm.Fact, len(recs.Facts))
 	for _, f := range recs.Facts {
 		u.facts[f.ID] = f

@@ -273,6 +273,20 @@ type Scores struct {
 	// Period, an extension, is the factor by which a question about a period ("two weeks
 	// ago") raised the entry's score; absent when it did not.
 	Period float64 `json:"period,omitempty"`
+	// Graph, an extension, is the relevance added because the entry belongs to an entity the
+	// query names or to a neighbour of one (RetrieveReply.Entities); absent when none was.
+	Graph float64 `json:"graph,omitempty"`
+}
+
+// RetrievedEntity is an entity of the user's graph that a retrieve used: one the query names
+// (by its name, an alias, or a relation of the user's such as "my sister"), or a neighbour of
+// one, one relation away.
+type RetrievedEntity struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Type string `json:"type,omitempty"`
+	// Named is true for an entity the query names, false for a neighbour.
+	Named bool `json:"named"`
 }
 
 // RetrievedEntry is one entry of a retrieve reply.
@@ -304,6 +318,9 @@ type RetrieveReply struct {
 	// the most relevant first, then the newest, within a share of context_tokens. Absent when
 	// there are none (no known user, no facts, or sources or types that exclude long-term facts).
 	Profile []RetrievedEntry `json:"profile,omitempty"`
+	// Entities, an extension, lists the entities of the user's graph the ranking used (the
+	// query named them or a neighbour of them): named ones first. Absent when none.
+	Entities []RetrievedEntity `json:"entities,omitempty"`
 }
 
 // MarshalJSON encodes the reply with "entries": [] rather than null when

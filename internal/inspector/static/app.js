@@ -21,6 +21,8 @@
     sidebarPoll: null,
     lastDetail: "",
     lastFacts: "",
+    lastGraph: "",
+    graphHistory: false,
     expanded: new Set(),
     refreshTimer: null,
   };
@@ -156,6 +158,7 @@
     state.route = r;
     state.lastDetail = "";
     state.lastFacts = "";
+    state.lastGraph = "";
     clearInterval(state.poll);
     state.poll = null;
     crumbs(r);
@@ -447,18 +450,137 @@
   // ---- user: facts with history ------------------------------------------------------------
 
   async function showUser(r) {
-    const facts = await api("tenants/" + enc(r.tenant) + "/users/" + enc(r.user) + "/facts");
+    const at = r.params.get("at") || "";
+    const [facts, graph] = await Promise.all([
+      api("tenants/" + enc(r.tenant) + "/users/" + enc(r.user) + "/facts"),
+      api("tenants/" + enc(r.tenant) + "/users/" + enc(r.user) + "/graph" + (at ? "?at=" + enc(at) : "")),
+    ]);
     setMain("user",
       h("h1", {}, "User " + r.user),
       searchPanel(r.tenant, { user: r.user }),
+      h("div", { id: "graph-body" }),
       h("div", { id: "facts-body" }));
+    renderGraph(r, graph);
     renderFacts(r, facts);
+  }
+
+  // ---- user: the graph of entities and relations -------------------------------------------
+
+  const SVG = "http://www.w3.org/2000/svg";
+
+  // sv makes an SVG element; text goes in as text nodes, never as markup.
+  function sv(tag, attrs, ...children) {
+    const el = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === "class") el.setAttribute("class", v);
+      else if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+      else el.setAttribute(k, String(v));
+    }
+    for (const c of children.flat(Infinity)) {
+      if (c === undefined || c === null || c === false) continue;
+      el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    }
+    return el;
+  }
+
+  // layout places the user's node in the middle and the others on a circle, by name: the same
+  // graph is always drawn the same way.
+  function layout(nodes, w, hgt) {
+    const pos = new Map();
+    const others = nodes.filter((n) => !n.user);
+    const cx = w / 2, cy = hgt / 2, rad = Math.min(w, hgt) / 2 - 70;
+    for (const n of nodes) if (n.user) pos.set(n.id, { x: cx, y: cy });
+    others.forEach((n, i) => {
+      const a = -Math.PI / 2 + (2 * Math.PI * i) / Math.max(others.length, 1);
+      pos.set(n.id, { x: cx + rad * Math.cos(a), y: cy + rad * Math.sin(a) });
+    });
+    return pos;
+  }
+
+  function renderGraph(r, g) {
+    state.lastGraph = JSON.stringify({ ...g, at: "" });
+    const body = $("#graph-body");
+    const showHistory = state.graphHistory === true;
+    const live = new Set(g.relations.map((e) => e.id));
+    // An edge that ended (in the history with an object, no longer a relation) is drawn dashed.
+    const drawn = g.history.filter((e) => e.object && (live.has(e.id) || showHistory));
+    const W = 760, H = 440;
+    const pos = layout(g.entities, W, H);
+    const nodeOf = new Map(g.entities.map((n) => [n.id, n]));
+    const edges = drawn.filter((e) => pos.has(e.subject) && pos.has(e.object)).map((e) => {
+      const a = pos.get(e.subject), b = pos.get(e.object);
+      const ended = !live.has(e.id);
+      return sv("g", { class: "edge" + (ended ? " edge-ended" : ""), "data-id": e.id, "data-relation": e.relation,
+        "data-subject": e.subject_name, "data-object": e.object_name, "data-state": ended ? "ended" : "live" },
+        sv("line", { x1: a.x, y1: a.y, x2: b.x, y2: b.y }),
+        sv("text", { x: (a.x + b.x) / 2, y: (a.y + b.y) / 2 - 4, "text-anchor": "middle", class: "edge-label" }, e.relation),
+        sv("title", {}, e.subject_name + " " + e.relation + " " + e.object_name +
+          (ended ? " (ended " + fmtTime(e.valid_to) + ")" : " (since " + fmtTime(e.valid_from) + ")")));
+    });
+    const nodes = g.entities.map((n) => {
+      const p = pos.get(n.id);
+      const label = n.user ? "user " + r.user : n.name;
+      return sv("g", { class: "node node-" + (n.type || "unknown") + (n.user ? " node-user" : ""), "data-id": n.id,
+        "data-name": n.name, "data-type": n.type || "", transform: "translate(" + p.x.toFixed(1) + "," + p.y.toFixed(1) + ")" },
+        sv("circle", { r: n.user ? 16 : 11 }),
+        sv("text", { y: n.user ? 30 : 24, "text-anchor": "middle", class: "node-label" }, label),
+        sv("title", {}, label + (n.type ? " (" + n.type + ")" : "") + (n.aliases && n.aliases.length ? ", also " + n.aliases.join(", ") : "") +
+          " · " + (n.provenance || []).length + " turns · first seen " + fmtTime(n.first_seen)));
+    });
+    const toggle = h("label", { class: "small" },
+      h("input", { type: "checkbox", id: "graph-history", checked: showHistory, onchange: (ev) => {
+        state.graphHistory = ev.target.checked;
+        renderGraph(r, g);
+      } }), " show relations that ended");
+    const atForm = h("form", { id: "graph-at-form", class: "small", onsubmit: (ev) => {
+      ev.preventDefault();
+      const v = $("#graph-at").value.trim();
+      location.hash = link.user(r.tenant, r.user) + (v ? "?at=" + enc(v) : "");
+    } }, "at ", h("input", { id: "graph-at", type: "text", size: 24, placeholder: "now (RFC 3339)", value: r.params.get("at") || "" }),
+      " ", h("button", { type: "submit", id: "graph-at-go" }, "show"));
+    const rows = g.history.map((e) => h("tr", { class: "rel rel-" + (live.has(e.id) ? "live" : "ended"), "data-id": e.id,
+      "data-relation": e.relation, "data-state": live.has(e.id) ? "live" : "ended" },
+      h("td", {}, badge(live.has(e.id) ? "live" : "ended")),
+      h("td", { class: "rel-text" }, (e.subject_name || "") + " " + e.relation + " " + (e.object ? e.object_name : "(ended)")),
+      h("td", { class: "time valid-from" }, fmtTime(e.valid_from)),
+      h("td", { class: "time valid-to" }, fmtTime(e.valid_to) || "—"),
+      h("td", { class: "small" }, e.extractor || ""),
+      h("td", { class: "prov" }, (e.provenance || []).map((id) => h("code", { class: "turn-ref" }, id)), " ")));
+    body.replaceChildren(
+      h("h2", {}, "Graph ", h("span", { class: "muted small", id: "graph-count" },
+        "(" + g.entities.length + " entities, " + g.relations.length + " relations at " + fmtTime(g.at) + ")")),
+      h("div", { class: "panel graph-panel" },
+        h("div", { class: "graph-tools" }, toggle, " ", atForm),
+        g.entities.length
+          ? sv("svg", { id: "graph-svg", viewBox: "0 0 " + W + " " + H, width: W, height: H, role: "img",
+            "aria-label": "the user's entities and relations" }, sv("g", { class: "edges" }, edges), sv("g", { class: "nodes" }, nodes))
+          : h("p", { class: "empty", id: "graph-empty" }, "No entity yet (entities and relations are extracted with the facts)."),
+        h("h3", {}, "Relations and their history"),
+        table("relations-table", ["state", "relation", "valid from", "valid to", "extractor", "turns"], rows, "No relation."),
+        h("h3", {}, "Entities"),
+        table("entities-table", ["name", "type", "also", ["turns", { class: "num" }], "first seen", "last seen"],
+          g.entities.map((n) => h("tr", { "data-id": n.id, "data-name": n.name },
+            h("td", {}, n.user ? "user " + r.user : n.name),
+            h("td", {}, n.type || "—"),
+            h("td", { class: "aliases" }, (n.aliases || []).join(", ")),
+            h("td", { class: "num" }, (n.provenance || []).length),
+            h("td", { class: "time" }, fmtTime(n.first_seen)),
+            h("td", { class: "time" }, fmtTime(n.last_seen)))), "No entity.")));
   }
 
   async function refreshFacts(r) {
     try {
-      const facts = await api("tenants/" + enc(r.tenant) + "/users/" + enc(r.user) + "/facts");
-      if (state.route === r) renderFacts(r, facts);
+      const at = r.params.get("at") || "";
+      const [facts, graph] = await Promise.all([
+        api("tenants/" + enc(r.tenant) + "/users/" + enc(r.user) + "/facts"),
+        api("tenants/" + enc(r.tenant) + "/users/" + enc(r.user) + "/graph" + (at ? "?at=" + enc(at) : "")),
+      ]);
+      if (state.route !== r) return;
+      renderFacts(r, facts);
+      // The graph is drawn again only when it changed (its time aside, which moves with now).
+      const key = JSON.stringify({ ...graph, at: "" });
+      if (key !== state.lastGraph) renderGraph(r, graph);
     } catch (e) {
       // Keep what is shown.
     }

@@ -1,8 +1,10 @@
 package retrieve
 
 import (
+	"cmp"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/agentmem/agentmem/pkg/events"
@@ -19,19 +21,21 @@ type graphRelated struct {
 
 // related finds the entries of the entities query names at `at` (package graph): their turns,
 // and the facts and summaries made from those turns. Those that the keyword search did not find
-// among the user's sources searched are added to out as candidates of no keyword relevance.
-// The view's lock is held.
-func (u *userView) related(query string, at time.Time, long, arch bool, out []candidate) (graphRelated, []candidate) {
+// among the user's sources searched are added to out as candidates of no keyword relevance: at
+// most k of them, as the keyword search gives at most k per source, the named entities' before
+// their neighbours' and the newest first (a user who often speaks of their sister has hundreds
+// of turns about her, and ranking them all cost a warm retrieve ten times its time). The view's
+// lock is held.
+func (u *userView) related(query string, at time.Time, long, arch bool, k int, out []candidate) (graphRelated, []candidate) {
 	turns, used := u.graph.Related(query, at)
 	if len(turns) == 0 {
 		return graphRelated{}, out
 	}
-	r := graphRelated{weights: make(map[string]float64, len(turns))}
+	// turns is a map of its own, request by request: it becomes the weights, facts' and
+	// summaries' added (their ids are never turn ids, so a lookup of a turn reads the graph's).
+	r := graphRelated{weights: turns}
 	for _, e := range used {
 		r.used = append(r.used, events.RetrievedEntity{ID: e.ID, Name: e.Name, Type: e.Type, Named: e.Named})
-	}
-	for id, w := range turns {
-		r.weights[id] = w
 	}
 	if long {
 		for id, e := range u.long {
@@ -52,11 +56,38 @@ func (u *userView) related(query string, at time.Time, long, arch bool, out []ca
 			ids = append(ids, id)
 		}
 	}
-	slices.Sort(ids) // the same candidates in the same order, request after request
+	// The same candidates in the same order, request after request: the heavier first, then the
+	// newest. Keys are sorted and only the first k made candidates: making them all cost more
+	// than the search.
+	type key struct {
+		w    float64
+		ts   int64
+		id   string
+		long bool
+	}
+	keys := make([]key, 0, len(ids))
 	for _, id := range ids {
 		if e, ok := u.long[id]; ok && long && u.visibleAt(id, at) && !e.Timestamp.After(at) {
-			out = append(out, candidate{entry: e, source: memory.SourceLong, session: sessionOfEntry(e)})
+			keys = append(keys, key{r.weights[id], e.Timestamp.UnixNano(), id, true})
 		} else if e, ok := u.archive[id]; ok && arch && !e.Timestamp.After(at) {
+			keys = append(keys, key{r.weights[id], e.Timestamp.UnixNano(), id, false})
+		}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if c := cmp.Compare(b.w, a.w); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.ts, a.ts); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	for _, kk := range keys[:min(len(keys), k)] {
+		if kk.long {
+			e := u.long[kk.id]
+			out = append(out, candidate{entry: e, source: memory.SourceLong, session: sessionOfEntry(e)})
+		} else {
+			e := u.archive[kk.id]
 			out = append(out, candidate{entry: e, source: memory.SourceArchive, session: sessionOfEntry(e)})
 		}
 	}

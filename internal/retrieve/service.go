@@ -696,7 +696,7 @@ func (s *Service) userCandidates(ctx context.Context, key userKey, query string,
 	}
 	var related graphRelated
 	if s.cfg.graphWeight() > 0 {
-		related, out = uv.related(query, at, long, arch, out)
+		related, out = uv.related(query, at, long, arch, k, out)
 	}
 	sessions := make([]string, 0, len(uv.sessions))
 	for name := range uv.sessions {

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/agentmem/agentmem/internal/fact"
+	"github.com/agentmem/agentmem/internal/graph"
 	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/reply"
 	"github.com/agentmem/agentmem/pkg/events"
@@ -111,6 +112,12 @@ func (s *Service) Fact(ctx context.Context, tenant string, fr events.ForgetReque
 		}
 		if changed {
 			s.cfg.Metrics.Facts("deleted", 1)
+			// A live fact's relation ends with it (a superseded one's ended already).
+			if f.SupersededBy == "" {
+				if _, err := graph.WriteEdit(ctx, s.long, f, true, "deletion", now); err != nil {
+					return events.ForgetReply{}, fmt.Errorf("ending the deleted fact's relation: %w", err)
+				}
+			}
 			if err := s.publishFact(ctx, tenant, fr.User, "fact-deleted-"+f.ID, events.FactDeleted, f); err != nil {
 				return events.ForgetReply{}, err
 			}
@@ -126,6 +133,10 @@ func (s *Service) Fact(ctx context.Context, tenant string, fr events.ForgetReque
 		return events.ForgetReply{}, err
 	}
 	s.cfg.Metrics.Facts("corrected", 1)
+	// The graph follows: the relation the correction states supersedes the corrected one's.
+	if _, err := graph.WriteEdit(ctx, s.long, nf, false, "correction", now); err != nil {
+		return events.ForgetReply{}, fmt.Errorf("writing the corrected relation: %w", err)
+	}
 	if err := s.publishFact(ctx, tenant, fr.User, "fact-added-"+nf.ID, events.FactAdded, nf); err != nil {
 		return events.ForgetReply{}, err
 	}

@@ -11,8 +11,10 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/agentmem/agentmem/internal/broker/brokertest"
 	"github.com/agentmem/agentmem/internal/extract"
 	"github.com/agentmem/agentmem/internal/extract/extracttest"
+	"github.com/agentmem/agentmem/internal/graph"
 	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/pkg/events"
 )
@@ -175,5 +177,66 @@ func TestCorrectionToTheSameContentIsRefused(t *testing.T) {
 	still, err := e.Store.Fact(context.Background(), "acme", "alice", live.ID)
 	if err != nil || !still.Live() {
 		t.Fatalf("the fact after the refused correction: %+v %v", still, err)
+	}
+}
+
+// TestGraphFollowsAFactsCorrectionAndDeletion: the relation a corrected fact stated is
+// superseded by the correction's (and kept in the history); deleting the live fact ends it.
+func TestGraphFollowsAFactsCorrectionAndDeletion(t *testing.T) {
+	e := start(t, 1, nil)
+	e.Say("acme", "s1", "alice", "t1", "I live in Paris.", t0)
+	e.End("acme", "s1", "alice", "e1", t0.Add(time.Minute))
+	city := e.Facts("acme", "alice", 1)[0]
+	ask := func(req events.ForgetRequest) events.ForgetReply {
+		body, _ := json.Marshal(req)
+		m, err := e.Broker.NC.Request("memory.forget.acme", body, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := m.Header.Get("Nats-Service-Error-Code"); code != "" {
+			t.Fatalf("%+v: %s %s", req, code, m.Data)
+		}
+		var reply events.ForgetReply
+		_ = json.Unmarshal(m.Data, &reply)
+		return reply
+	}
+	lives := func() (now []string, history int) {
+		t.Helper()
+		recs, err := e.Store.User(context.Background(), "acme", "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := graph.Build(recs).At(time.Now().Add(time.Minute))
+		for _, r := range s.Relations {
+			if r.Relation == "lives_in" {
+				now = append(now, r.ObjectName)
+			}
+		}
+		for _, r := range s.History {
+			if r.Relation == "lives_in" {
+				history++
+			}
+		}
+		return now, history
+	}
+	// The extractor writes the graph after the fact: wait for it.
+	brokertest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if now, _ := lives(); !slices.Equal(now, []string{"Paris"}) {
+			return fmt.Errorf("lives in %v, want Paris", now)
+		}
+		return nil
+	})
+	reply := ask(events.ForgetRequest{User: "alice", FactID: city.ID, Content: "The user lives in Lyon"})
+	if now, history := lives(); !slices.Equal(now, []string{"Lyon"}) || history != 2 {
+		t.Fatalf("after the correction: lives in %v with %d edges in the history, want Lyon and 2 (Paris ended)", now, history)
+	}
+	ask(events.ForgetRequest{User: "alice", FactID: reply.Fact.ID})
+	if now, history := lives(); len(now) != 0 || history != 3 {
+		t.Fatalf("after deleting the correction: lives in %v with %d edges in the history, want nowhere and 3", now, history)
+	}
+	// Deleting the superseded Paris fact ends nothing more.
+	ask(events.ForgetRequest{User: "alice", FactID: city.ID})
+	if now, history := lives(); len(now) != 0 || history != 3 {
+		t.Fatalf("after deleting the superseded fact: lives in %v with %d edges in the history, want nowhere and 3", now, history)
 	}
 }

@@ -102,3 +102,37 @@ func Write(ctx context.Context, st *longterm.Store, tenant, user, extractor stri
 	}
 	return w, nil
 }
+
+// WriteEdit keeps the user's graph in step with a user's edit of a fact (package forget): the
+// relation a keyed fact states (fact.GraphRules' reading of "The user lives in Lyon") is
+// written as stated at `at`, the edit's time, so a correction's relation supersedes the one the
+// corrected fact stated, and a deleted fact's relation ends (ended). A fact that states no
+// relation writes nothing. extractor names the edit ("correction", "deletion").
+func WriteEdit(ctx context.Context, st *longterm.Store, f longterm.Fact, ended bool, extractor string, at time.Time) (Written, error) {
+	if f.Key == "" || len(f.Provenance) == 0 {
+		return Written{}, nil
+	}
+	// The edit restates the fact at `at`: its provenance's turns are taken as said then, so
+	// that the edge's validity starts with the edit, not with the turns that stated the fact.
+	turns := make([]fact.Turn, 0, len(f.Provenance))
+	stated := make(map[string]time.Time, len(f.Provenance))
+	for _, p := range f.Provenance {
+		turns = append(turns, fact.Turn{ID: p, Role: "assistant", Time: at})
+		stated[p] = at
+	}
+	g := fact.GraphRules(turns, []fact.Candidate{{Content: f.Content, Category: f.Category, Key: f.Key,
+		Confidence: f.Confidence, Provenance: f.Provenance, Time: at}})
+	if ended {
+		for i := range g.Relations {
+			r := &g.Relations[i]
+			if r.Ended {
+				continue // a deleted "no longer lives in" ends nothing more
+			}
+			r.Ended = true
+			if fact.Functional(r.Relation) {
+				r.Object = "" // ends whatever held, as "no longer" does
+			}
+		}
+	}
+	return Write(ctx, st, f.Tenant, f.User, extractor, g, stated)
+}

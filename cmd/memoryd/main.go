@@ -54,6 +54,7 @@ func run(ctx context.Context, args []string) error {
 	llmCfg := settings.BindLLM(fs)
 	healthAddr := settings.BindHealth(fs)
 	metricsAddr := settings.BindMetrics(fs)
+	pprofAddr := fs.String("pprof", "", "address of the Go profiler's HTTP endpoints (/debug/pprof/: heap, CPU, goroutines), e.g. 127.0.0.1:6060 (empty: none; it shows the process's internals: bind it to loopback)")
 	tracer := settings.BindTracing(fs)
 	httpAddr := fs.String("http", "", "address of the HTTP server, e.g. 127.0.0.1:8080: the HTTP API and MCP under /v1/, the inspector under /inspector/, /metrics, /healthz, /readyz (empty: none)")
 	httpTokens := fs.String("http-tokens", "", `bearer tokens of the HTTP API, a JSON file {"token": "tenant", …} (empty: no authentication, the tenant is the URL's)`)
@@ -203,6 +204,10 @@ func run(ctx context.Context, args []string) error {
 	}()
 	settings.ServeHealth(ctx, *healthAddr, dm.Conn(), m, log)
 	settings.ServeMetrics(ctx, *metricsAddr, m, log)
+	if err := servePprof(ctx, *pprofAddr, log); err != nil {
+		_ = dm.Stop()
+		return fmt.Errorf("--pprof: %w", err)
+	}
 	if err := serveHTTP(ctx, hc, hl, dm, m, log); err != nil {
 		_ = dm.Stop()
 		return fmt.Errorf("--http: %w", err)

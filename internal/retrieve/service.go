@@ -93,7 +93,7 @@ func New(ctx context.Context, cfg Config, nc *nats.Conn, js jetstream.JetStream,
 	if err != nil {
 		return nil, err
 	}
-	return &Service{
+	s := &Service{
 		vectors: vs,
 		users:   newUserCache(cfg.MaxUserBytes, cfg.Rank),
 		long:    long,
@@ -108,7 +108,9 @@ func New(ctx context.Context, cfg Config, nc *nats.Conn, js jetstream.JetStream,
 		log:     log.With().Str("component", "retriever").Logger(),
 		sem:     make(chan struct{}, cfg.Concurrency),
 		tracer:  tracing.Tracer(cfg.Tracer),
-	}, nil
+	}
+	s.reportFootprint(cfg.Metrics.Footprint())
+	return s, nil
 }
 
 // Start registers the micro service; requests are answered from when it returns until Run's
@@ -602,7 +604,7 @@ func (s *Service) userVectors(ctx context.Context, key userKey, model string) *s
 	uv := s.users.get(key)
 	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	uv.bytes.Add(uv.vecs.load(lctx, s.vectors, key.tenant, key.user, model, s.log))
+	uv.addVectors(uv.vecs.load(lctx, s.vectors, key.tenant, key.user, model, s.log))
 	return uv.vecs
 }
 

@@ -52,6 +52,8 @@ type userView struct {
 	// with the view and followed as they are written.
 	vecs  *storedVectors
 	bytes atomic.Int64 // approximate memory held, read by the cache without the view's lock
+	// The parts of bytes, and the entries held (footprint.go).
+	entries, entryBytes, indexBytes, vecBytes atomic.Int64
 	// meta holds one metadata map per session and role, shared (read-only) by the archived
 	// turns that have no metadata of their own: most turns, which would otherwise each hold a
 	// map of two keys.
@@ -161,7 +163,9 @@ func (u *userView) refreshLong(ctx context.Context, store *longterm.Store) error
 	}
 	u.longIdx.RemoveDocs(gone...)
 	u.longIdx.Add(added...)
+	u.addEntries(int64(len(long)-len(u.long)), longBytes(long)-longBytes(u.long))
 	u.long = long
+	u.noteIndexes()
 	for _, r := range recs.Sessions {
 		if _, ok := u.sessions[r.Session]; !ok {
 			u.sessions[r.Session] = &archiveSession{
@@ -225,9 +229,10 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 			e.Metadata = u.turnMeta(e.Metadata, e.Role, r.as.state.Key.Session)
 			u.archive[e.ID] = e
 			docs = append(docs, r.docs[i])
-			u.bytes.Add(archivedBytes(e))
+			u.addEntries(1, archivedBytes(e))
 		}
 		u.archIdx.AddPrepared(docs...)
+		u.noteIndexes()
 		u.bytes.Add(int64(r.last.size() - r.as.last.size()))
 		r.as.last = r.last
 		r.as.scanned = r.upTo
@@ -304,13 +309,11 @@ func (u *userView) dropSession(sess string) {
 		gone = append(gone, last.dialogueDoc(rank.Doc{ID: id, Text: e.Content, Role: e.Role}, e.Metadata))
 		delete(u.archive, id)
 		u.archVecs.remove(id)
-		u.bytes.Add(-archivedBytes(e))
+		u.addEntries(-1, -archivedBytes(e))
 	}
 	u.archIdx.RemoveDocs(gone...)
+	u.noteIndexes()
 }
-
-// archivedBytes is what the view counts for an archived turn (see userView.bytes).
-func archivedBytes(e memory.Entry) int64 { return int64(len(e.Content) + len(e.ID) + 64) }
 
 // archiveReaders bounds the sessions a user's archive reads at once.
 const archiveReaders = 32
@@ -577,7 +580,7 @@ func (s *Service) followVector(e jetstream.KeyValueEntry) {
 		return
 	}
 	for _, v := range vs {
-		uv.bytes.Add(uv.vecs.put(v))
+		uv.addVectors(uv.vecs.put(v))
 	}
 }
 

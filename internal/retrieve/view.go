@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -26,6 +27,7 @@ type view struct {
 	entries []memory.Entry      // visible entries, oldest first, text filled in
 	index   *rank.Index
 	vecs    vectorSet
+	bytes   atomic.Int64 // what it holds after its last refresh (footprint.go)
 }
 
 type turnText struct {
@@ -93,6 +95,7 @@ func (v *view) refresh(ctx context.Context, store *session.Store, reader *archiv
 	v.index.RemoveDocs(gone...)
 	v.index.Add(added...)
 	v.entries = visible
+	v.bytes.Store(v.size())
 	return true, nil
 }
 

@@ -1,6 +1,8 @@
 package retrieve
 
 import (
+	"context"
+	"time"
 	"unsafe"
 
 	"github.com/agentmem/agentmem/internal/footprint"
@@ -83,7 +85,7 @@ func (v *view) size() int64 {
 
 // reportFootprint adds the retriever's caches to the process's memory report.
 func (s *Service) reportFootprint(reg *footprint.Registry) {
-	reg.Add("retrieve_user_views", "users' views (long-term memory and archive) the retriever keeps: what the cap (--memory-limit, MaxUserBytes) counts, the sum of the three below", "views",
+	reg.Add("retrieve_user_views", "users' views (long-term memory and archive) the retriever keeps: what the cap (--memory-limit, MaxUserBytes) counts: the three below, and each session's last turn (the next one's dialogue context)", "views",
 		func() footprint.Usage { u := s.users.usage(); return footprint.Usage{Bytes: u.total, Items: u.views} })
 	reg.Add("retrieve_user_entries", "their turns, facts and summaries: texts, ids and records", "entries",
 		func() footprint.Usage {
@@ -115,4 +117,85 @@ func longBytes(long map[string]memory.Entry) int64 {
 		}
 	}
 	return n
+}
+
+// DefaultViewIdle is how long a view of a user or session stays cached without a request
+// (Config.ViewIdle).
+const DefaultViewIdle = 10 * time.Minute
+
+// viewBase is the heap a memoryd holds besides the users' views after a load (the NATS server's
+// buffers, ingest's sessions, the word tables), and viewShare the part of the rest of a memory
+// limit the views' own count may take: a view's count (texts, records, index) is about four
+// fifths of the heap it holds, and the garbage collector needs room above the live heap.
+const (
+	viewBase  = 128 << 20
+	viewShare = 0.5
+)
+
+// ViewBytes is the cap of the users' views (Config.MaxUserBytes) under a process memory limit:
+// half of what the limit leaves above memoryd's base of 128 MiB, at least 16 MiB
+// (docs/operations.md, "Memory").
+func ViewBytes(limit int64) int {
+	return int(max(16<<20, float64(limit-viewBase)*viewShare))
+}
+
+// dropIdle drops the views not used since before; it returns how many it dropped.
+func (c *userCache) dropIdle(before time.Time) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for el := c.order.Back(); el != nil; {
+		prev := el.Prev()
+		v := el.Value.(*userView)
+		if v.used.Load() >= before.UnixNano() {
+			break // the list is in order of use: the rest were used later
+		}
+		c.order.Remove(el)
+		delete(c.items, v.key)
+		n++
+		el = prev
+	}
+	return n
+}
+
+// dropIdle drops the session views not used since before; it returns how many it dropped.
+func (c *viewCache) dropIdle(before time.Time) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for el := c.order.Back(); el != nil; {
+		prev := el.Prev()
+		cv := el.Value.(*cached)
+		if cv.used >= before.UnixNano() {
+			break
+		}
+		c.order.Remove(el)
+		delete(c.items, cv.key)
+		n++
+		el = prev
+	}
+	return n
+}
+
+// dropIdleViews drops, until ctx ends, the views of users and sessions that no request used for
+// cfg.ViewIdle: their memory goes back (with the process's release at rest, package
+// footprint); the next request reads them again.
+func (s *Service) dropIdleViews(ctx context.Context) {
+	idle := s.cfg.ViewIdle
+	if idle <= 0 {
+		return
+	}
+	t := time.NewTicker(min(max(idle/4, 10*time.Millisecond), time.Minute))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			before := now.Add(-idle)
+			if u, v := s.users.dropIdle(before), s.views.dropIdle(before); u+v > 0 {
+				s.log.Debug().Int("users", u).Int("sessions", v).Dur("idle", idle).Msg("idle views dropped")
+			}
+		}
+	}
 }

@@ -125,6 +125,7 @@ func (s *Service) Start(ctx context.Context) error {
 		return err
 	}
 	s.forgets = forgets
+	go s.dropIdleViews(ctx)
 	svc, err := micro.AddService(s.nc, micro.Config{
 		Name:        ServiceName,
 		Version:     Version,

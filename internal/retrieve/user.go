@@ -54,6 +54,7 @@ type userView struct {
 	bytes atomic.Int64 // approximate memory held, read by the cache without the view's lock
 	// The parts of bytes, and the entries held (footprint.go).
 	entries, entryBytes, indexBytes, vecBytes atomic.Int64
+	used                                      atomic.Int64 // when a request last got it (unix ns), for Config.ViewIdle
 	// meta holds one metadata map per session and role, shared (read-only) by the archived
 	// turns that have no metadata of their own: most turns, which would otherwise each hold a
 	// map of two keys.
@@ -360,9 +361,12 @@ func (c *userCache) get(k userKey) *userView {
 	defer c.mu.Unlock()
 	if el, ok := c.items[k]; ok {
 		c.order.MoveToFront(el)
-		return el.Value.(*userView)
+		v := el.Value.(*userView)
+		v.used.Store(time.Now().UnixNano())
+		return v
 	}
 	v := newUserView(k, c.rank)
+	v.used.Store(time.Now().UnixNano())
 	c.items[k] = c.order.PushFront(v)
 	return v
 }

@@ -220,6 +220,7 @@ type viewCache struct {
 type cached struct {
 	key  session.Key
 	view *view
+	used int64 // when a request last got it (unix ns), for Config.ViewIdle; under the cache's lock
 }
 
 func newViewCache(max int, rc rank.Config) *viewCache {
@@ -231,10 +232,12 @@ func (c *viewCache) get(k session.Key) *view {
 	defer c.mu.Unlock()
 	if el, ok := c.items[k]; ok {
 		c.order.MoveToFront(el)
-		return el.Value.(*cached).view
+		cv := el.Value.(*cached)
+		cv.used = time.Now().UnixNano()
+		return cv.view
 	}
 	v := newView(k, c.rank)
-	c.items[k] = c.order.PushFront(&cached{key: k, view: v})
+	c.items[k] = c.order.PushFront(&cached{key: k, view: v, used: time.Now().UnixNano()})
 	for c.order.Len() > c.max {
 		last := c.order.Back()
 		c.order.Remove(last)

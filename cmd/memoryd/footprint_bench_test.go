@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
 	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -131,22 +133,13 @@ func postTurns(b *testing.B, base string, words []string, users, turns int) {
 		}
 		return sb.String()
 	}
-	type structured struct {
-		SpecVersion string      `json:"specversion"`
-		ID          string      `json:"id"`
-		Type        string      `json:"type"`
-		Source      string      `json:"source"`
-		Subject     string      `json:"subject"`
-		Time        time.Time   `json:"time"`
-		Data        events.Turn `json:"data"`
-	}
 	base0 := time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
 	var batches [][]byte
-	var batch []structured
+	var batch []structuredTurn
 	for u := range users {
 		user := fmt.Sprintf("user%03d", u)
 		for t := range turns {
-			batch = append(batch, structured{SpecVersion: "1.0", ID: fmt.Sprintf("t%05d", t), Type: events.TypeTurn, Source: "bench",
+			batch = append(batch, structuredTurn{SpecVersion: "1.0", ID: fmt.Sprintf("t%05d", t), Type: events.TypeTurn, Source: "bench",
 				Subject: "s-" + user, Time: base0.Add(time.Duration(t) * time.Minute),
 				Data: events.Turn{Role: []string{"user", "assistant"}[t%2], Content: sentence(), User: user}})
 			if len(batch) == 100 {
@@ -159,6 +152,11 @@ func postTurns(b *testing.B, base string, words []string, users, turns int) {
 		body, _ := json.Marshal(batch)
 		batches = append(batches, body)
 	}
+	postConcurrently(b, base, slices.Values(batches))
+}
+
+// postConcurrently posts each batch over base's HTTP API, four clients at once.
+func postConcurrently(b *testing.B, base string, batches iter.Seq[[]byte]) {
 	work := make(chan []byte)
 	errs := make(chan error, 4)
 	for range 4 {
@@ -174,7 +172,7 @@ func postTurns(b *testing.B, base string, words []string, users, turns int) {
 			errs <- nil
 		}()
 	}
-	for _, body := range batches {
+	for body := range batches {
 		work <- body
 	}
 	close(work)
@@ -183,6 +181,17 @@ func postTurns(b *testing.B, base string, words []string, users, turns int) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// structuredTurn is a turn as a structured-mode CloudEvent, as the HTTP API takes it in a batch.
+type structuredTurn struct {
+	SpecVersion string      `json:"specversion"`
+	ID          string      `json:"id"`
+	Type        string      `json:"type"`
+	Source      string      `json:"source"`
+	Subject     string      `json:"subject"`
+	Time        time.Time   `json:"time"`
+	Data        events.Turn `json:"data"`
 }
 
 func postBatch(base string, body []byte) error {

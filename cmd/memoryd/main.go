@@ -151,7 +151,7 @@ func run(ctx context.Context, args []string) error {
 		Tracer:   tp,
 	}
 	if mem.Limit > 0 {
-		cfg.Retrieve.MaxUserBytes = retrieve.ViewBytes(int64(mem.Limit))
+		cfg.Retrieve.MaxUserBytes, cfg.Retrieve.MemoryLimit = retrieve.ViewBytes(int64(mem.Limit)), int64(mem.Limit)
 	}
 	if *creds != "" {
 		cfg.ClientOptions = append(cfg.ClientOptions, nats.UserCredentials(*creds))

@@ -59,6 +59,10 @@ type Config struct {
 	// ViewBytes derives it from a process memory limit); the least recently used users are
 	// evicted first.
 	MaxUserBytes int
+	// MemoryLimit is the process's soft memory limit (0: none). With one, the users' views are
+	// also evicted while the Go heap the rest of the process holds, plus the views, would pass
+	// HeapShare of it: the cap shrinks as the rest grows with the stored data.
+	MemoryLimit int64
 	// ViewIdle is how long a user's or session's view stays cached without a request (default
 	// DefaultViewIdle; negative: for ever): then it is dropped, and its memory given back.
 	ViewIdle time.Duration

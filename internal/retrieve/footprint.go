@@ -2,6 +2,7 @@ package retrieve
 
 import (
 	"context"
+	"runtime/metrics"
 	"time"
 	"unsafe"
 
@@ -131,6 +132,49 @@ const (
 	viewBase  = 128 << 20
 	viewShare = 0.5
 )
+
+// HeapShare is the part of a process memory limit (Config.MemoryLimit) the live Go heap may
+// reach with the users' views in it: the collector needs room above the live heap, and near the
+// limit it runs at every allocation burst, which the requests pay for.
+const HeapShare = 0.6
+
+// heapState is the Go heap as of the last garbage collection.
+type heapState struct {
+	cycles uint64 // collections so far
+	live   int64  // bytes the last one found reachable
+}
+
+// readHeap reads the runtime's heap metrics.
+func readHeap() heapState {
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return heapState{cycles: s[0].Value.Uint64(), live: int64(s[1].Value.Uint64())}
+}
+
+// underLimit makes the cache keep the live heap within HeapShare of limit (none when limit ≤ 0).
+func (c *userCache) underLimit(limit int64, heap func() heapState) *userCache {
+	if limit > 0 {
+		c.memLimit, c.heap = limit, heap
+	}
+	return c
+}
+
+// capNow is the views' cap now, their count being views: MaxUserBytes, and under a memory limit
+// no more than what HeapShare of it leaves above the heap the rest of the process holds. That
+// rest (the live heap less the views' count, which is less than their heap: an over-estimate) is
+// taken once per garbage collection: between two, the live heap still counts views evicted
+// since, which would make the rest look larger at every eviction. At least a quarter of
+// MaxUserBytes: the users asked most recently stay, whatever the rest holds. c.mu held.
+func (c *userCache) capNow(views int64) int64 {
+	limit := int64(c.maxBytes)
+	if c.heap == nil {
+		return limit
+	}
+	if h := c.heap(); h.cycles != c.gcSeen {
+		c.gcSeen, c.rest = h.cycles, max(0, h.live-views)
+	}
+	return max(limit/4, min(limit, int64(float64(c.memLimit)*HeapShare)-c.rest))
+}
 
 // ViewBytes is the cap of the users' views (Config.MaxUserBytes) under a process memory limit:
 // half of what the limit leaves above memoryd's base of 128 MiB, at least 16 MiB

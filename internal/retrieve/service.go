@@ -95,7 +95,7 @@ func New(ctx context.Context, cfg Config, nc *nats.Conn, js jetstream.JetStream,
 	}
 	s := &Service{
 		vectors: vs,
-		users:   newUserCache(cfg.MaxUserBytes, cfg.Rank),
+		users:   newUserCache(cfg.MaxUserBytes, cfg.Rank).underLimit(cfg.MemoryLimit, readHeap),
 		long:    long,
 		js:      js,
 		cfg:     cfg,

@@ -44,7 +44,7 @@ func bindFlags(fs *flag.FlagSet) func(stage.Options) (stage.Stage, error) {
 		}
 		cfg := Config{Tokenizer: o.Tokenizer, Decay: d, Limits: o.Limits, ViewIdle: *viewIdle}
 		if o.MemoryLimit > 0 {
-			cfg.MaxUserBytes = ViewBytes(o.MemoryLimit)
+			cfg.MaxUserBytes, cfg.MemoryLimit = ViewBytes(o.MemoryLimit), o.MemoryLimit
 		}
 		s := Stage(cfg)
 		if *prevModel == "" {

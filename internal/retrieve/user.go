@@ -350,6 +350,12 @@ type userCache struct {
 	order    *list.List
 	// owners maps "<tenant>.<session>" to the users whose archive holds that session.
 	owners map[string][]userKey
+	// Under a process memory limit (footprint.go, capNow): the limit, how the Go heap is read,
+	// and the heap the rest of the process held at the last garbage collection seen.
+	memLimit int64
+	heap     func() heapState
+	gcSeen   uint64
+	rest     int64
 }
 
 func newUserCache(maxBytes int, rc rank.Config) *userCache {
@@ -386,7 +392,8 @@ func (c *userCache) noteSessions(v *userView, sessions []string) {
 	for el := c.order.Front(); el != nil; el = el.Next() {
 		total += el.Value.(*userView).bytes.Load()
 	}
-	for total > int64(c.maxBytes) && c.order.Len() > 1 {
+	limit := c.capNow(total)
+	for total > limit && c.order.Len() > 1 {
 		last := c.order.Back()
 		lv := last.Value.(*userView)
 		if lv == v {

@@ -4,6 +4,9 @@ DATA      ?= ./data
 LISTEN    ?= 127.0.0.1:4222
 HTTP      ?=
 BENCHTIME ?= 1s
+# The black-box benchmarks of cmd/memoryd (BenchmarkScaleBlackBox: a million turns) outlast go
+# test's default 10 minutes.
+BENCHTIMEOUT ?= 2h
 
 .PHONY: build run test chaos cluster-local lint bench eval wordvec thesaurus hanwords clean
 
@@ -69,8 +72,8 @@ lint: ## go vet and staticcheck (package comments included), of the main module 
 	$(GO) tool staticcheck ./...
 	sc=$$($(GO) tool -n staticcheck) && for m in $(CONTRIB); do (cd $$m && $(GO) vet $(CONTRIB_FLAGS) ./... && GOFLAGS="$$GOFLAGS $(CONTRIB_FLAGS)" $$sc ./...) || exit 1; done
 
-bench: ## Go benchmarks: token counting, search, ingest end to end next to raw JetStream
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+bench: ## Go benchmarks: token counting, search, ingest end to end next to raw JetStream, and memoryd black-box: cold users, at rest, and a million turns of 10,000 users (AGENTMEM_BENCH_USERS and _TURNS make it smaller; docs/benchmarks.md)
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -timeout $(BENCHTIMEOUT) ./...
 
 # The dev sets are not in the repository: docs/eval.md says where to get them (LongMemEval_S and
 # MADial-Bench, both MIT-licensed) and how to lay them out in $(EVAL_DATA).

@@ -210,8 +210,13 @@ func syntheticUsers(b *testing.B, users int) coldUsers {
 	return out
 }
 
-// buildMemoryd compiles this package into a binary, as make build does.
+// buildMemoryd compiles this package into a binary, as make build does; with
+// AGENTMEM_BENCH_MEMORYD set it returns that binary instead (another build's, to measure two
+// builds alternating in one run).
 func buildMemoryd(b *testing.B) string {
+	if bin := os.Getenv("AGENTMEM_BENCH_MEMORYD"); bin != "" {
+		return bin
+	}
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		b.Skipf("no go command to build memoryd with: %v", err)
@@ -234,12 +239,12 @@ type memorydProcess struct {
 
 func (m *memorydProcess) pid() int { return m.cmd.Process.Pid }
 
-// startMemorydProcess starts memoryd with its default flags but for --data and --listen, and
-// waits until its retriever answers a ping.
-func startMemorydProcess(b *testing.B, bin, dir string) *memorydProcess {
+// startMemorydProcess starts memoryd with its default flags but for --data and --listen (and
+// extra), and waits until its retriever answers a ping.
+func startMemorydProcess(b *testing.B, bin, dir string, extra ...string) *memorydProcess {
 	b.Helper()
 	m := &memorydProcess{listen: freeAddr(b), done: make(chan error, 1), stderr: &strings.Builder{}}
-	m.cmd = exec.Command(bin, "--listen", m.listen, "--data", filepath.Join(dir, "data"), "--log-level", "warn")
+	m.cmd = exec.Command(bin, append([]string{"--listen", m.listen, "--data", filepath.Join(dir, "data"), "--log-level", "warn"}, extra...)...)
 	m.cmd.Stderr = m.stderr
 	if err := m.cmd.Start(); err != nil {
 		b.Fatalf("starting memoryd: %v", err)
@@ -338,13 +343,16 @@ func publishSet(b *testing.B, nc *nats.Conn, set coldUsers) int {
 
 // waitDrained waits until every consumer of every stream has nothing pending and nothing
 // unacknowledged: ingest, the extractor and the embedder are done with the turns.
-func waitDrained(b *testing.B, nc *nats.Conn) {
+func waitDrained(b *testing.B, nc *nats.Conn) { waitDrainedFor(b, nc, 10*time.Minute) }
+
+// waitDrainedFor is waitDrained, waiting at most timeout.
+func waitDrainedFor(b *testing.B, nc *nats.Conn, timeout time.Duration) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	brokertest.CheckFor(b, 10*time.Minute, 200*time.Millisecond, func() error {
+	brokertest.CheckFor(b, timeout, time.Second, func() error {
 		var busy []string
 		streams := js.ListStreams(ctx)
 		for si := range streams.Info() {

@@ -99,7 +99,7 @@ func serveHTTP(ctx context.Context, cfg httpConfig, l net.Listener, dm *daemon.D
 	// inspector needs a token of its own, on loopback too.
 	multi := len(cfg.Tokens) > 0 || dm.Conn().AuthRequired()
 	ins, err := inspector.New(inspector.Config{Topology: cfg.Topology, Token: cfg.InspectorKey, TenantTokens: cfg.InspectorTenantKeys,
-		MultiTenant: multi, Listen: cfg.Addr, Budget: cfg.Budget}, dm.Conn(), js, log)
+		MultiTenant: multi, Listen: cfg.Addr, Budget: cfg.Budget, Memory: m.Footprint().Report}, dm.Conn(), js, log)
 	if err != nil {
 		return err
 	}

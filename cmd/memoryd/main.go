@@ -54,6 +54,7 @@ func run(ctx context.Context, args []string) error {
 	llmCfg := settings.BindLLM(fs)
 	healthAddr := settings.BindHealth(fs)
 	metricsAddr := settings.BindMetrics(fs)
+	pprofAddr := fs.String("pprof", "", "address of the Go profiler's HTTP endpoints (/debug/pprof/: heap, CPU, goroutines), e.g. 127.0.0.1:6060 (empty: none; it shows the process's internals: bind it to loopback)")
 	tracer := settings.BindTracing(fs)
 	httpAddr := fs.String("http", "", "address of the HTTP server, e.g. 127.0.0.1:8080: the HTTP API and MCP under /v1/, the inspector under /inspector/, /metrics, /healthz, /readyz (empty: none)")
 	httpTokens := fs.String("http-tokens", "", `bearer tokens of the HTTP API, a JSON file {"token": "tenant", …} (empty: no authentication, the tenant is the URL's)`)
@@ -66,6 +67,8 @@ func run(ctx context.Context, args []string) error {
 	embedCfg := settings.BindEmbed(fs)
 	prevModel := fs.String("embed-previous-model", "", "during a model change, the model of the same endpoint the stored vectors were made with: queries use it until memctl reembed has completed --embed-model (docs/vectors.md)")
 	limitsFile := settings.BindLimits(fs)
+	mem := settings.BindMemory(fs)
+	viewIdle := retrieve.BindViewIdle(fs)
 	logf := settings.BindLog(fs)
 	if err := settings.Parse(fs, args); err != nil {
 		return err
@@ -75,6 +78,9 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	settings.Dump(log, fs)
+	if err := mem.Apply(log); err != nil {
+		return err
+	}
 	tp, err := tracer.Provider(ctx, "memoryd", log)
 	if err != nil {
 		return err
@@ -135,13 +141,17 @@ func run(ctx context.Context, args []string) error {
 			Budget: budget.Memory(), Tokenizer: budget.Tokenizer, SummaryTokens: *summaryTokens,
 			MaxContentBytes: *maxContent, IdleTimeout: *idle, RepressureAfter: *repressure, Limits: lim,
 		},
-		Retrieve: retrieve.Config{Tokenizer: budget.Tokenizer, Decay: d, Embedder: embedder, Limits: lim, PreviousEmbedder: prev},
+		Retrieve: retrieve.Config{Tokenizer: budget.Tokenizer, Decay: d, Embedder: embedder, Limits: lim, PreviousEmbedder: prev,
+			ViewIdle: *viewIdle},
 		Compress: compress.Config{Tokenizer: budget.Tokenizer},
 		Extract:  extract.Config{Tokenizer: budget.Tokenizer},
 		LLM:      *llmCfg,
 		Embedder: stage,
 		Metrics:  m,
 		Tracer:   tp,
+	}
+	if mem.Limit > 0 {
+		cfg.Retrieve.MaxUserBytes, cfg.Retrieve.MemoryLimit = retrieve.ViewBytes(int64(mem.Limit)), int64(mem.Limit)
 	}
 	if *creds != "" {
 		cfg.ClientOptions = append(cfg.ClientOptions, nats.UserCredentials(*creds))
@@ -203,6 +213,11 @@ func run(ctx context.Context, args []string) error {
 	}()
 	settings.ServeHealth(ctx, *healthAddr, dm.Conn(), m, log)
 	settings.ServeMetrics(ctx, *metricsAddr, m, log)
+	mem.Start(ctx, log)
+	if err := servePprof(ctx, *pprofAddr, log); err != nil {
+		_ = dm.Stop()
+		return fmt.Errorf("--pprof: %w", err)
+	}
 	if err := serveHTTP(ctx, hc, hl, dm, m, log); err != nil {
 		_ = dm.Stop()
 		return fmt.Errorf("--http: %w", err)

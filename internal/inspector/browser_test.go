@@ -383,6 +383,20 @@ func TestInspectorInBrowser(t *testing.T) {
 	}
 	b.shot("05-overview-usage")
 
+	// 6. Where the process's memory sits: the resident set, and the users' views the searches
+	// above loaded (alice's, at least).
+	b.waitFor("the memory panel", `document.querySelector('#memory table.memory-structures tr[data-structure=retrieve_user_views]')`)
+	if got := b.text(`#memory table.memory-process tr[data-kind=resident] td.num`); !strings.HasSuffix(got, " MB") {
+		t.Fatalf("the resident set shows %q", got)
+	}
+	if got := b.text(`#memory table.memory-structures tr[data-structure=retrieve_user_views] td:nth-child(3)`); got == "0 views" || !strings.HasSuffix(got, " views") {
+		t.Fatalf("the users' views show %q", got)
+	}
+	if b.count(`#memory table.memory-heap tr[data-component]`) < 2 {
+		t.Fatalf("the heap by component has %d rows", b.count(`#memory table.memory-heap tr[data-component]`))
+	}
+	b.shot("06-overview-memory")
+
 	if errs := b.errors(); len(errs) > 0 {
 		t.Fatalf("the page logged errors: %v", errs)
 	}

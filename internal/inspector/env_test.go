@@ -18,6 +18,7 @@ import (
 	"github.com/agentmem/agentmem/internal/daemon"
 	"github.com/agentmem/agentmem/internal/ingest"
 	"github.com/agentmem/agentmem/internal/inspector"
+	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/pkg/client"
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
@@ -39,9 +40,15 @@ func start(t testing.TB, cfg inspector.Config) *env {
 	t.Helper()
 	b := memory.DefaultBudget()
 	b.ContextWindow = budgetTokens + b.System + b.Tools + b.Response
+	// The daemon's metrics, whose memory report the inspector shows, as memoryd does.
+	m := metrics.New()
+	if cfg.Memory == nil {
+		cfg.Memory = m.Footprint().Report
+	}
 	d, err := daemon.Start(context.Background(), daemon.Config{
-		Broker: broker.Config{Listen: "127.0.0.1:-1", DataDir: t.TempDir()},
-		Ingest: ingest.Config{Budget: b, IdleTimeout: -1},
+		Broker:  broker.Config{Listen: "127.0.0.1:-1", DataDir: t.TempDir()},
+		Ingest:  ingest.Config{Budget: b, IdleTimeout: -1},
+		Metrics: m,
 	}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,8 @@
 // (with the pressure threshold) and summaries with the turns each one replaced; a user's facts
 // with their history and provenance; a live feed of pressure, summary and fact events (Server-Sent
 // Events from a NATS subscription); a search box that sends a retrieve request and shows the
-// ranked entries with their score parts and the built context; and the LLM usage report.
+// ranked entries with their score parts and the built context; the LLM usage report; and, for an
+// operator of every tenant, where the process's memory sits (package footprint).
 //
 // The inspector reads what the workers wrote (session headers and chunks, the turns stream, the
 // long-term, usage and event streams) and asks the retriever over NATS like any agent; it writes
@@ -34,6 +35,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/agentmem/agentmem/internal/footprint"
 	"github.com/agentmem/agentmem/internal/integrity"
 	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/session"
@@ -76,6 +78,10 @@ type Config struct {
 	Budget memory.Budget
 	// RequestTimeout bounds the reads and the retrieve request of one API call (default 10s).
 	RequestTimeout time.Duration
+	// Memory, when set, reports where the serving process's memory sits (the footprint
+	// registry of its metrics): the overview shows it to a caller that may see every tenant.
+	// Nil: GET /api/memory answers 404 and the overview has no memory panel.
+	Memory func() footprint.Report
 }
 
 func (c Config) withDefaults() Config {
@@ -216,6 +222,7 @@ func (i *Inspector) Close() {
 //	GET /api/tenants/{tenant}/users/{user}/facts      facts with history, summaries, provenance turns
 //	GET /api/tenants/{tenant}/users/{user}/graph      entities and relations at ?at=, with their history
 //	GET /api/usage                                    LLM usage of every tenant shown
+//	GET /api/memory                                   where the process's memory sits (Config.Memory)
 //	GET /api/tenants/{tenant}/usage                   LLM usage of one tenant
 //	GET /api/tenants/{tenant}/search?q=…&session=…&user=…&limit=…&sources=…&context_tokens=…
 //	GET /api/tenants/{tenant}/events                  Server-Sent Events: pressure, summary, fact
@@ -227,6 +234,7 @@ func (i *Inspector) Handler() http.Handler {
 	api.HandleFunc("GET /api/tenants/{tenant}/users/{user}/facts", i.handleFacts)
 	api.HandleFunc("GET /api/tenants/{tenant}/users/{user}/graph", i.handleGraph)
 	api.HandleFunc("GET /api/usage", i.handleUsage)
+	api.HandleFunc("GET /api/memory", i.handleMemory)
 	api.HandleFunc("GET /api/tenants/{tenant}/usage", i.handleTenantUsage)
 	api.HandleFunc("GET /api/tenants/{tenant}/search", i.handleSearch)
 	api.HandleFunc("GET /api/tenants/{tenant}/events", i.handleEvents)

@@ -1,7 +1,8 @@
 // Package metrics holds agentmem's Prometheus metrics: what the workers did (turns ingested,
 // applied and dead-lettered, pressure events, compressions and the tokens they saved, facts
 // added and superseded, LLM calls with their tokens and errors), how long retrieval took, and,
-// read at scrape time, consumer lag and stream sizes.
+// read at scrape time, consumer lag, stream sizes and where the process's memory sits (package
+// footprint).
 //
 // A *Metrics is made once per process by New and handed to every worker through its Config;
 // every method is safe on a nil *Metrics and then does nothing, so a worker built without
@@ -24,6 +25,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/agentmem/agentmem/internal/footprint"
 )
 
 // Namespace prefixes every metric name.
@@ -76,6 +79,8 @@ type Metrics struct {
 
 	mu       sync.Mutex
 	sessions []func() Sessions
+
+	footprint *footprint.Registry
 }
 
 // Sessions are the sessions an ingest worker holds in memory.
@@ -95,7 +100,8 @@ func New() *Metrics {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	f := factory{reg}
-	m := &Metrics{reg: reg}
+	m := &Metrics{reg: reg, footprint: footprint.New()}
+	reg.MustRegister(memoryCollector{m.footprint})
 
 	m.ingestMessages = f.counter("ingest_messages_total", "Messages the ingest worker took from the turns stream, redeliveries included.")
 	m.ingestFilled = f.counter("ingest_gap_fills_total", "Earlier undecided messages ingest read back from the stream to keep a session in order.")

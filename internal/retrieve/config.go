@@ -55,9 +55,17 @@ type Config struct {
 	CachedSessions int
 	// Concurrency bounds the requests handled at once (default 64).
 	Concurrency int
-	// MaxUserBytes caps the memory of the per-user long-term and archive views (default 512 MiB);
-	// the least recently used users are evicted first.
+	// MaxUserBytes caps the memory of the per-user long-term and archive views (default 512 MiB;
+	// ViewBytes derives it from a process memory limit); the least recently used users are
+	// evicted first.
 	MaxUserBytes int
+	// MemoryLimit is the process's soft memory limit (0: none). With one, the users' views are
+	// also evicted while the Go heap the rest of the process holds, plus the views, would pass
+	// HeapShare of it: the cap shrinks as the rest grows with the stored data.
+	MemoryLimit int64
+	// ViewIdle is how long a user's or session's view stays cached without a request (default
+	// DefaultViewIdle; negative: for ever): then it is dropped, and its memory given back.
+	ViewIdle time.Duration
 	// Now is the clock used when a request has no "at" (default time.Now).
 	Now func() time.Time
 	// Embedder, when set, embeds queries and adds vector relevance to keyword relevance (an
@@ -118,6 +126,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxUserBytes == 0 {
 		c.MaxUserBytes = 512 << 20
+	}
+	if c.ViewIdle == 0 {
+		c.ViewIdle = DefaultViewIdle
 	}
 	if c.Now == nil {
 		c.Now = time.Now

@@ -93,9 +93,9 @@ func New(ctx context.Context, cfg Config, nc *nats.Conn, js jetstream.JetStream,
 	if err != nil {
 		return nil, err
 	}
-	return &Service{
+	s := &Service{
 		vectors: vs,
-		users:   newUserCache(cfg.MaxUserBytes, cfg.Rank),
+		users:   newUserCache(cfg.MaxUserBytes, cfg.Rank).underLimit(cfg.MemoryLimit, readHeap),
 		long:    long,
 		js:      js,
 		cfg:     cfg,
@@ -108,7 +108,9 @@ func New(ctx context.Context, cfg Config, nc *nats.Conn, js jetstream.JetStream,
 		log:     log.With().Str("component", "retriever").Logger(),
 		sem:     make(chan struct{}, cfg.Concurrency),
 		tracer:  tracing.Tracer(cfg.Tracer),
-	}, nil
+	}
+	s.reportFootprint(cfg.Metrics.Footprint())
+	return s, nil
 }
 
 // Start registers the micro service; requests are answered from when it returns until Run's
@@ -123,6 +125,7 @@ func (s *Service) Start(ctx context.Context) error {
 		return err
 	}
 	s.forgets = forgets
+	go s.dropIdleViews(ctx)
 	svc, err := micro.AddService(s.nc, micro.Config{
 		Name:        ServiceName,
 		Version:     Version,
@@ -602,7 +605,7 @@ func (s *Service) userVectors(ctx context.Context, key userKey, model string) *s
 	uv := s.users.get(key)
 	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	uv.bytes.Add(uv.vecs.load(lctx, s.vectors, key.tenant, key.user, model, s.log))
+	uv.addVectors(uv.vecs.load(lctx, s.vectors, key.tenant, key.user, model, s.log))
 	return uv.vecs
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"time"
 
 	"github.com/agentmem/agentmem/internal/stage"
 	"github.com/agentmem/agentmem/pkg/memory"
@@ -35,12 +36,16 @@ func Stage(cfg Config) stage.Stage {
 func bindFlags(fs *flag.FlagSet) func(stage.Options) (stage.Stage, error) {
 	decay := fs.String("decay", "linear:24h:0.5", "time decay of retrieval scores: linear:WINDOW:FLOOR, halflife:HALFLIFE:FLOOR or none")
 	prevModel := fs.String("embed-previous-model", "", "during a model change, the model of the same endpoint the stored vectors were made with: queries use it until memctl reembed has completed --embed-model (docs/vectors.md)")
+	viewIdle := BindViewIdle(fs)
 	return func(o stage.Options) (stage.Stage, error) {
 		d, err := memory.ParseDecay(*decay)
 		if err != nil {
 			return stage.Stage{}, fmt.Errorf("--decay: %w", err)
 		}
-		cfg := Config{Tokenizer: o.Tokenizer, Decay: d, Limits: o.Limits}
+		cfg := Config{Tokenizer: o.Tokenizer, Decay: d, Limits: o.Limits, ViewIdle: *viewIdle}
+		if o.MemoryLimit > 0 {
+			cfg.MaxUserBytes, cfg.MemoryLimit = ViewBytes(o.MemoryLimit), o.MemoryLimit
+		}
 		s := Stage(cfg)
 		if *prevModel == "" {
 			return s, nil
@@ -56,4 +61,9 @@ func bindFlags(fs *flag.FlagSet) func(stage.Options) (stage.Stage, error) {
 		}
 		return s, nil
 	}
+}
+
+// BindViewIdle registers --view-idle (Config.ViewIdle), for the commands that run a retriever.
+func BindViewIdle(fs *flag.FlagSet) *time.Duration {
+	return fs.Duration("view-idle", DefaultViewIdle, "drop a user's or session's cached view after this long without a request; the next request reads it again (negative: never)")
 }

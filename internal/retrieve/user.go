@@ -52,6 +52,9 @@ type userView struct {
 	// with the view and followed as they are written.
 	vecs  *storedVectors
 	bytes atomic.Int64 // approximate memory held, read by the cache without the view's lock
+	// The parts of bytes, and the entries held (footprint.go).
+	entries, entryBytes, indexBytes, vecBytes atomic.Int64
+	used                                      atomic.Int64 // when a request last got it (unix ns), for Config.ViewIdle
 	// meta holds one metadata map per session and role, shared (read-only) by the archived
 	// turns that have no metadata of their own: most turns, which would otherwise each hold a
 	// map of two keys.
@@ -161,7 +164,9 @@ func (u *userView) refreshLong(ctx context.Context, store *longterm.Store) error
 	}
 	u.longIdx.RemoveDocs(gone...)
 	u.longIdx.Add(added...)
+	u.addEntries(int64(len(long)-len(u.long)), longBytes(long)-longBytes(u.long))
 	u.long = long
+	u.noteIndexes()
 	for _, r := range recs.Sessions {
 		if _, ok := u.sessions[r.Session]; !ok {
 			u.sessions[r.Session] = &archiveSession{
@@ -225,9 +230,10 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 			e.Metadata = u.turnMeta(e.Metadata, e.Role, r.as.state.Key.Session)
 			u.archive[e.ID] = e
 			docs = append(docs, r.docs[i])
-			u.bytes.Add(archivedBytes(e))
+			u.addEntries(1, archivedBytes(e))
 		}
 		u.archIdx.AddPrepared(docs...)
+		u.noteIndexes()
 		u.bytes.Add(int64(r.last.size() - r.as.last.size()))
 		r.as.last = r.last
 		r.as.scanned = r.upTo
@@ -304,13 +310,11 @@ func (u *userView) dropSession(sess string) {
 		gone = append(gone, last.dialogueDoc(rank.Doc{ID: id, Text: e.Content, Role: e.Role}, e.Metadata))
 		delete(u.archive, id)
 		u.archVecs.remove(id)
-		u.bytes.Add(-archivedBytes(e))
+		u.addEntries(-1, -archivedBytes(e))
 	}
 	u.archIdx.RemoveDocs(gone...)
+	u.noteIndexes()
 }
-
-// archivedBytes is what the view counts for an archived turn (see userView.bytes).
-func archivedBytes(e memory.Entry) int64 { return int64(len(e.Content) + len(e.ID) + 64) }
 
 // archiveReaders bounds the sessions a user's archive reads at once.
 const archiveReaders = 32
@@ -346,6 +350,12 @@ type userCache struct {
 	order    *list.List
 	// owners maps "<tenant>.<session>" to the users whose archive holds that session.
 	owners map[string][]userKey
+	// Under a process memory limit (footprint.go, capNow): the limit, how the Go heap is read,
+	// and the heap the rest of the process held at the last garbage collection seen.
+	memLimit int64
+	heap     func() heapState
+	gcSeen   uint64
+	rest     int64
 }
 
 func newUserCache(maxBytes int, rc rank.Config) *userCache {
@@ -357,9 +367,12 @@ func (c *userCache) get(k userKey) *userView {
 	defer c.mu.Unlock()
 	if el, ok := c.items[k]; ok {
 		c.order.MoveToFront(el)
-		return el.Value.(*userView)
+		v := el.Value.(*userView)
+		v.used.Store(time.Now().UnixNano())
+		return v
 	}
 	v := newUserView(k, c.rank)
+	v.used.Store(time.Now().UnixNano())
 	c.items[k] = c.order.PushFront(v)
 	return v
 }
@@ -379,7 +392,8 @@ func (c *userCache) noteSessions(v *userView, sessions []string) {
 	for el := c.order.Front(); el != nil; el = el.Next() {
 		total += el.Value.(*userView).bytes.Load()
 	}
-	for total > int64(c.maxBytes) && c.order.Len() > 1 {
+	limit := c.capNow(total)
+	for total > limit && c.order.Len() > 1 {
 		last := c.order.Back()
 		lv := last.Value.(*userView)
 		if lv == v {
@@ -577,7 +591,7 @@ func (s *Service) followVector(e jetstream.KeyValueEntry) {
 		return
 	}
 	for _, v := range vs {
-		uv.bytes.Add(uv.vecs.put(v))
+		uv.addVectors(uv.vecs.put(v))
 	}
 }
 

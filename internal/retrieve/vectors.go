@@ -113,6 +113,13 @@ func (sv *storedVectors) reset() {
 	sv.loaded, sv.byID = false, map[string]storedVector{}
 }
 
+// len returns the number of vectors held.
+func (sv *storedVectors) len() int {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	return len(sv.byID)
+}
+
 // get returns the vector of an entry.
 func (sv *storedVectors) get(id string) (storedVector, bool) {
 	sv.mu.Lock()

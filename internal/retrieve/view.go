@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -26,6 +27,7 @@ type view struct {
 	entries []memory.Entry      // visible entries, oldest first, text filled in
 	index   *rank.Index
 	vecs    vectorSet
+	bytes   atomic.Int64 // what it holds after its last refresh (footprint.go)
 }
 
 type turnText struct {
@@ -93,6 +95,7 @@ func (v *view) refresh(ctx context.Context, store *session.Store, reader *archiv
 	v.index.RemoveDocs(gone...)
 	v.index.Add(added...)
 	v.entries = visible
+	v.bytes.Store(v.size())
 	return true, nil
 }
 
@@ -217,6 +220,7 @@ type viewCache struct {
 type cached struct {
 	key  session.Key
 	view *view
+	used int64 // when a request last got it (unix ns), for Config.ViewIdle; under the cache's lock
 }
 
 func newViewCache(max int, rc rank.Config) *viewCache {
@@ -228,10 +232,12 @@ func (c *viewCache) get(k session.Key) *view {
 	defer c.mu.Unlock()
 	if el, ok := c.items[k]; ok {
 		c.order.MoveToFront(el)
-		return el.Value.(*cached).view
+		cv := el.Value.(*cached)
+		cv.used = time.Now().UnixNano()
+		return cv.view
 	}
 	v := newView(k, c.rank)
-	c.items[k] = c.order.PushFront(&cached{key: k, view: v})
+	c.items[k] = c.order.PushFront(&cached{key: k, view: v, used: time.Now().UnixNano()})
 	for c.order.Len() > c.max {
 		last := c.order.Back()
 		c.order.Remove(last)

@@ -210,4 +210,7 @@ type Options struct {
 	// EmbedModel builds an embedder of the --embed-* endpoint with another model
 	// (NeedsEmbedder); it fails when the flags configure no endpoint.
 	EmbedModel func(model string) (embed.Embedder, error)
+	// MemoryLimit is the process's --memory-limit in bytes (0: none), from which a stage may
+	// size its caches.
+	MemoryLimit int64
 }

@@ -54,6 +54,7 @@ func Run(ctx context.Context, name string, args []string) error {
 	if err != nil {
 		return err
 	}
+	opts.MemoryLimit = proc.MemoryLimit()
 	if st, err = makeStage(opts); err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 )
 
 // Process holds the flags every separate worker command shares: the NATS connection, the health
-// and metrics endpoints, tracing, the topology and logging.
+// and metrics endpoints, tracing, the topology, logging and memory.
 type Process struct {
 	name    string
 	conn    *Conn
@@ -27,15 +27,19 @@ type Process struct {
 	tracing *Tracing
 	topo    *Topology
 	log     *Log
+	mem     *Memory
 }
 
 // BindProcess registers the shared flags of the worker command name ("ingest", "compressor", …).
 func BindProcess(fs *flag.FlagSet, name string) *Process {
 	return &Process{
 		name: name, conn: BindConn(fs), health: BindHealth(fs), metrics: BindMetrics(fs),
-		tracing: BindTracing(fs), topo: BindTopology(fs), log: BindLog(fs),
+		tracing: BindTracing(fs), topo: BindTopology(fs), log: BindLog(fs), mem: BindMemory(fs),
 	}
 }
+
+// MemoryLimit is --memory-limit in bytes (0: none).
+func (p *Process) MemoryLimit() int64 { return int64(p.mem.Limit) }
 
 // Logger returns the process's logger (on stderr) and logs the effective flags of fs.
 func (p *Process) Logger(fs *flag.FlagSet) (zerolog.Logger, error) {
@@ -67,6 +71,9 @@ type Running struct {
 // Start starts tracing, connects as a worker, creates the streams and buckets if missing and
 // makes the metrics, with the lag of the consumers keep picks. Defer Close.
 func (p *Process) Start(ctx context.Context, log zerolog.Logger, keep func(t events.Topology, stream, consumer string) bool) (*Running, error) {
+	if err := p.mem.Apply(log); err != nil {
+		return nil, err
+	}
 	tp, err := p.tracing.Provider(ctx, "agentmem-"+p.name, log)
 	if err != nil {
 		return nil, err
@@ -95,6 +102,7 @@ func (p *Process) Start(ctx context.Context, log zerolog.Logger, keep func(t eve
 // last spans.
 func (r *Running) Serve(ctx context.Context, run func(context.Context) error) error {
 	r.cancel()
+	r.p.mem.Start(ctx, r.log)
 	ServeHealth(ctx, *r.p.health, r.NC, r.Metrics, r.log)
 	ServeMetrics(ctx, *r.p.metrics, r.Metrics, r.log)
 	defer r.Close()

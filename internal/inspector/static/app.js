@@ -222,7 +222,8 @@
   // ---- overview --------------------------------------------------------------------------
 
   async function showOverview() {
-    const [tenants, usage] = await Promise.all([api("tenants"), api("usage")]);
+    // The process's memory is shown to an operator of every tenant only (404 or 403 otherwise).
+    const [tenants, usage, memory] = await Promise.all([api("tenants"), api("usage"), api("memory").catch(() => null)]);
     setMain("overview",
       h("h1", {}, "Tenants"),
       table("tenants-table", ["tenant", ["sessions", { class: "num" }], ["turns", { class: "num" }], ["kept tokens", { class: "num" }], "users"],
@@ -233,7 +234,44 @@
           h("td", { class: "num" }, fmtInt(t.tokens)),
           h("td", {}, t.users.map((u, i) => [i ? ", " : "", h("a", { href: link.user(t.tenant, u) }, u)])))),
         "No tenant has published a turn yet."),
-      usagePanel(usage));
+      usagePanel(usage),
+      memory ? memoryPanel(memory) : null);
+  }
+
+  const fmtMB = (b) => (b >= 1048576 ? (b / 1048576).toFixed(1) + " MB" : b >= 1024 ? (b / 1024).toFixed(1) + " KB" : b > 0 ? b + " B" : "0");
+
+  // memoryPanel shows where the process's memory sits: the kernel's and the Go runtime's
+  // figures, the structures that count what they hold, and the heap by the component that
+  // allocated it (docs/operations.md, "Memory").
+  function memoryPanel(rep) {
+    const p = rep.process;
+    const limit = p.limit > 0 && p.limit < 9e18 ? fmtMB(p.limit) : "none";
+    const proc = [
+      ["resident", p.resident, "the kernel's resident set (VmRSS)"],
+      ["anonymous", p.anon, "its anonymous part: the Go heap, stacks and the runtime's own"],
+      ["heap live", p.heap_live, "what the last garbage collection found reachable"],
+      ["heap objects", p.heap_objects, "live objects and garbage not yet collected"],
+      ["heap free", p.heap_free, "held by the runtime, not returned to the system"],
+      ["heap released", p.heap_released, "returned to the system"],
+    ];
+    return h("section", { id: "memory" },
+      h("h2", {}, "Memory"),
+      h("p", { class: "muted small" }, "Where this process's memory sits. Soft limit: ", h("span", { id: "memory-limit" }, limit), "; GOGC ", String(p.gogc), "."),
+      table("memory-process", ["", ["bytes", { class: "num" }], ""],
+        proc.map(([k, v, help]) => h("tr", { "data-kind": k.replace(" ", "_") },
+          h("td", {}, k), h("td", { class: "num" }, fmtMB(v)), h("td", { class: "muted small" }, help)))),
+      h("h3", {}, "Structures"),
+      table("memory-structures", ["structure", ["bytes", { class: "num" }], ["items", { class: "num" }], ""],
+        rep.structures.map((s) => h("tr", { "data-structure": s.name },
+          h("td", {}, s.name), h("td", { class: "num" }, s.bytes ? fmtMB(s.bytes) : "–"),
+          h("td", { class: "num" }, s.unit ? fmtInt(s.items) + " " + s.unit : "–"),
+          h("td", { class: "muted small" }, s.help))),
+        "No structure reports its memory in this process."),
+      h("h3", {}, "Go heap by component"),
+      table("memory-heap", ["component", ["bytes", { class: "num" }]],
+        rep.heap.map((c) => h("tr", { "data-component": c.name },
+          h("td", {}, c.name), h("td", { class: "num" }, fmtMB(c.bytes)))),
+        "No heap profile yet."));
   }
 
   function usagePanel(rep) {

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unsafe"
 
 	"github.com/agentmem/agentmem/internal/fact"
 	"github.com/agentmem/agentmem/internal/longterm"
@@ -333,4 +334,52 @@ func (v *View) At(t time.Time) Snapshot {
 		}
 	}
 	return s
+}
+
+// Bytes estimates the memory the view holds: its nodes, edges, names and provenance lists (the
+// strings' bytes and headers, the structs, the maps' entries at a word or two each). It is what
+// a retriever counts against its cap of the users' views (package retrieve).
+func (v *View) Bytes() int {
+	if v == nil {
+		return 0
+	}
+	const word = 8
+	strs := func(ss []string) int {
+		n := len(ss) * 2 * word
+		for _, s := range ss {
+			n += len(s)
+		}
+		return n
+	}
+	n := 0
+	for id, nd := range v.nodes {
+		n += len(id) + 2*word + int(unsafe.Sizeof(*nd)) + len(nd.ID) + len(nd.Name) + len(nd.Type) +
+			strs(nd.Aliases) + strs(nd.Provenance) + strs(nd.Extractors)
+	}
+	for k, c := range v.canon {
+		n += len(k) + len(c) + 4*word
+	}
+	for _, e := range v.edges {
+		n += int(unsafe.Sizeof(e)) + len(e.ID) + len(e.Subject) + len(e.Relation) + len(e.Object) +
+			len(e.SubjectName) + len(e.ObjectName) + len(e.SupersededBy) + len(e.Extractor) + strs(e.Provenance)
+	}
+	for rel, ws := range v.relWords {
+		n += len(rel) + 2*word + strs(ws)
+	}
+	for rel, is := range v.userRels {
+		n += len(rel) + 2*word + len(is)*word
+	}
+	for _, r := range v.names {
+		n += int(unsafe.Sizeof(r)) + len(r.name) + len(r.lower) + len(r.first) // node shares the node's id
+	}
+	for id, byName := range v.provenance {
+		n += len(id) + 2*word
+		for name, prov := range byName {
+			n += len(name) + 2*word + strs(prov)
+		}
+	}
+	for w, is := range v.byFirst {
+		n += len(w) + 2*word + len(is)*word
+	}
+	return n + len(v.spaceless)*word
 }

@@ -1,9 +1,11 @@
 package graph_test
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/agentmem/agentmem/internal/fact"
 	"github.com/agentmem/agentmem/internal/graph"
@@ -149,5 +151,26 @@ func TestRelatedByNameAliasAndRelationWord(t *testing.T) {
 	// Before Tom married Melanie (t0+1h), he is no neighbour of hers.
 	if _, used := v.Related("Mel", t0.Add(30*time.Minute)); len(used) != 1 {
 		t.Errorf("at t0+30m: used %+v, want Melanie alone", used)
+	}
+}
+
+// TestBytesGrowsWithTheGraph: the estimate a retriever counts against its cap of the views is 0
+// for no graph and grows with what the graph holds.
+func TestBytesGrowsWithTheGraph(t *testing.T) {
+	var none *graph.View
+	if none.Bytes() != 0 || graph.Build(longterm.UserRecords{}).Bytes() != 0 {
+		t.Fatalf("an empty graph: %d, %d bytes, want 0", none.Bytes(), graph.Build(longterm.UserRecords{}).Bytes())
+	}
+	small := graph.Build(world()).Bytes()
+	recs := world()
+	for i := range 100 {
+		name := fmt.Sprintf("Friend%03d", i)
+		recs.Entities = append(recs.Entities, ent(name, "person", t0, fmt.Sprintf("f%d", i)))
+		recs.Edges = append(recs.Edges, edge("user", "friend", name, t0, nil, fmt.Sprintf("f%d", i)))
+	}
+	big := graph.Build(recs).Bytes()
+	// Each friend holds at least its name, id, turn id and an edge's struct.
+	if small <= 0 || big-small < 100*(len("Friend000")+len(id("x"))+int(unsafe.Sizeof(graph.Edge{}))) {
+		t.Fatalf("bytes: %d for the world, %d with 100 friends more", small, big)
 	}
 }

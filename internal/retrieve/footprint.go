@@ -35,9 +35,10 @@ func (u *userView) addVectors(b int64) {
 	u.bytes.Add(b)
 }
 
-// noteIndexes records the indexes' size after a change (rank.Index.Bytes).
+// noteIndexes records the indexes' size after a change (rank.Index.Bytes), the user's graph's
+// (graph.View.Bytes) counted with them.
 func (u *userView) noteIndexes() {
-	n := int64(u.archIdx.Bytes() + u.longIdx.Bytes())
+	n := int64(u.archIdx.Bytes() + u.longIdx.Bytes() + u.graph.Bytes())
 	u.bytes.Add(n - u.indexBytes.Swap(n))
 }
 

@@ -72,8 +72,12 @@ type Config struct {
 	// Backoff is the redelivery delay after the n-th failed attempt (default worker.Backoff).
 	Backoff func(n uint64) time.Duration
 	// NoConsumers builds an extractor for direct Extract calls (a replay) without its consumers
-	// and without publishing fact events; Run must not be called then.
+	// and without publishing fact events (unless Events); Run must not be called then.
 	NoConsumers bool
+	// Events makes an extractor built with NoConsumers publish its fact events all the same: a
+	// replay into the live buckets that stands for the live pipeline (package recovery's
+	// rebuild).
+	Events bool
 	// Metrics records extraction runs and fact changes; nil records nothing.
 	Metrics *metrics.Metrics
 	// Tracer makes a span of every extraction (child of the trigger's traceparent, linked to
@@ -555,7 +559,7 @@ func (w *Worker) announce(ctx context.Context, tenant, user string, ch longterm.
 }
 
 func (w *Worker) publishFact(ctx context.Context, tenant, user, id, op string, f longterm.Fact) error {
-	if w.cfg.NoConsumers {
+	if w.cfg.NoConsumers && !w.cfg.Events {
 		return nil // a replay publishes no events
 	}
 	msg, err := events.NewMsg(ctx, tenant, user, id, events.TypeFact, w.cfg.Source, f.ValidFrom, events.FactEvent{Op: op, Fact: f.Event()})

@@ -28,8 +28,8 @@ func Consumers(t events.Topology) []stage.Consumer {
 		}
 	}
 	return []stage.Consumer{
-		{Stream: t.TurnsStream(), Config: cc(EndConsumerName(t), "agentmem extractors: session ends ingest applied", "memory.ended.*.*", 1024)},
-		{Stream: t.SummaryStream(), Config: cc(SummaryConsumerName(t), "agentmem extractors: summaries", "*.memory.summaries.*.*", 256)},
+		{Stream: t.TurnsStream(), Config: cc(EndConsumerName(t), "agentmem extractors: session ends ingest applied", "memory.ended.*.*", 1024), Rebuilt: true},
+		{Stream: t.SummaryStream(), Config: cc(SummaryConsumerName(t), "agentmem extractors: summaries", "*.memory.summaries.*.*", 256), Rebuilt: true},
 	}
 }
 

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/agentmem/agentmem/internal/archive"
 	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/pkg/events"
@@ -26,6 +28,12 @@ type Extractor interface {
 	Extract(ctx context.Context, k session.Key, upTo uint64) error
 }
 
+// SummaryPublisher publishes the event of a summary made for a pressure event (satisfied by
+// *compress.Worker).
+type SummaryPublisher interface {
+	Publish(ctx context.Context, tenant string, p events.Pressure, s longterm.Summary) error
+}
+
 // Replayer rebuilds a tenant's memory from the turns stream, synchronously and in stream order:
 // every message goes through the same decisions as live ingest; a pressure event is compressed
 // at once and its summary applied; a session end and a summary trigger the same extraction as
@@ -38,6 +46,21 @@ type Replayer struct {
 	ext  Extractor
 	// indexed remembers the sessions whose user index entry the replay wrote.
 	indexed *partition
+	// events, when not nil, publishes the summary events; with it the replay publishes the
+	// pressure events and dead letters too (WithEvents).
+	events SummaryPublisher
+}
+
+// WithEvents makes r publish what the live pipeline publishes besides what it stores: the
+// pressure events and dead letters of ingest's decisions and, through pub, the summary events of
+// the compressions (the extractor publishes fact events when built with extract.Config.Events).
+// Ingest's announcements of applied session ends are left out: they trigger extractions, which
+// the replay makes itself. Their ids are deterministic, so an event the live run had stored is
+// stored once. memoryd's rebuild after an unclean stop (package recovery) replays so; the
+// consumers of those events start after them.
+func (r *Replayer) WithEvents(pub SummaryPublisher) *Replayer {
+	r.events = pub
+	return r
 }
 
 // NewReplayer replays with an ingest worker built with NoConsumers for the target topology.
@@ -59,17 +82,15 @@ type ReplayStats struct {
 // or after since (when not zero). progress, when not nil, is called as messages are read.
 func (r *Replayer) Replay(ctx context.Context, tenant string, from uint64, since time.Time, progress func(done, total uint64)) (ReplayStats, error) {
 	start := time.Now()
-	var stats ReplayStats
 	if err := events.ValidateToken("tenant", tenant); err != nil {
-		return stats, err
+		return ReplayStats{}, err
 	}
 	subject := "*.memory.turns." + tenant + ".*"
 	total, err := r.count(ctx, subject)
 	if err != nil {
-		return stats, err
+		return ReplayStats{}, err
 	}
-	states := map[session.Key]*session.State{}
-	before := r.w.Stats()
+	run := r.newRun()
 	var done uint64
 	err = r.w.reader.Scan(ctx, subject, from, 0, func(m *jetstream.RawStreamMsg) error {
 		done++
@@ -79,60 +100,171 @@ func (r *Replayer) Replay(ctx context.Context, tenant string, from uint64, since
 		if !since.IsZero() && m.Time.Before(since) {
 			return nil
 		}
-		addr, err := events.ParseTurnSubject(m.Subject)
-		if err != nil {
-			return nil // live ingest dead-lettered it
-		}
-		k := session.Key{Tenant: addr.Tenant, Session: addr.Session}
-		st := states[k]
-		if st == nil {
-			if st, err = r.w.store.Load(ctx, k, r.w.cfg.Budget.Conversation()); err != nil {
-				return err
-			}
-			states[k] = st
-		}
-		if m.Sequence <= st.Header.LastSeq {
-			return nil
-		}
-		st.PlaceIn(addr.Partition)
-		stats.Messages++
-		fx := &effects{}
-		r.w.decide(st, message{subject: m.Subject, header: m.Header, data: m.Data, seq: m.Sequence, stored: m.Time, addr: addr}, fx)
-		ended := fx.ends > 0 // a session end was applied (binary or structured mode)
-		if len(fx.msgs) == 0 && !ended && st.Uncommitted() < 256 {
-			return nil
-		}
-		if err := r.commit(ctx, st); err != nil {
-			return err
-		}
-		for _, msg := range fx.msgs {
-			n, err := r.compress(ctx, st, msg)
-			if err != nil {
-				return err
-			}
-			stats.Summaries += n
-		}
-		if ended {
-			if err := r.ext.Extract(ctx, k, m.Sequence); err != nil {
-				return fmt.Errorf("extracting %s: %w", k, err)
-			}
-		}
-		return nil
+		return run.apply(ctx, m)
 	})
 	if err != nil {
-		return stats, err
+		return run.stats, err
 	}
-	for _, st := range states {
-		if err := r.commit(ctx, st); err != nil {
-			return stats, err
+	return run.finish(ctx, start)
+}
+
+// ReplaySessions replays the messages of the sessions keys (each wholly, from its first
+// message) up to stream sequence to (0: the end of the stream), in stream order across them,
+// into the target buckets, as Replay does. A session's state must be absent from them (or a
+// tombstone) for the replay to rebuild it: package recovery wipes what it rebuilds first.
+func (r *Replayer) ReplaySessions(ctx context.Context, keys []session.Key, to uint64) (ReplayStats, error) {
+	start := time.Now()
+	run := r.newRun()
+	// A heap of the sessions' cursors, the one whose next message comes first in the stream on
+	// top.
+	var h cursors
+	for _, k := range keys {
+		c := &cursor{subject: events.SessionFilter(k.Tenant, k.Session), next: 1, more: true}
+		if err := c.fill(ctx, r.w.reader); err != nil {
+			return run.stats, err
+		}
+		if len(c.buf) > 0 {
+			h = append(h, c)
 		}
 	}
-	after := r.w.Stats()
-	stats.Sessions = len(states)
-	stats.Applied = after.Applied - before.Applied
-	stats.Rejected = after.Rejected - before.Rejected
-	stats.Took = time.Since(start).Round(time.Millisecond).String()
-	return stats, nil
+	heap.Init(&h)
+	for h.Len() > 0 {
+		c := h[0]
+		m := c.buf[0]
+		if to != 0 && m.Sequence > to {
+			break
+		}
+		c.buf = c.buf[1:]
+		if err := c.fill(ctx, r.w.reader); err != nil {
+			return run.stats, err
+		}
+		if len(c.buf) == 0 {
+			heap.Pop(&h)
+		} else {
+			heap.Fix(&h, 0)
+		}
+		if err := run.apply(ctx, m); err != nil {
+			return run.stats, err
+		}
+	}
+	return run.finish(ctx, start)
+}
+
+// cursors is a heap of cursors by the sequence of their next message.
+type cursors []*cursor
+
+func (h cursors) Len() int           { return len(h) }
+func (h cursors) Less(i, j int) bool { return h[i].buf[0].Sequence < h[j].buf[0].Sequence }
+func (h cursors) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *cursors) Push(x any)        { *h = append(*h, x.(*cursor)) }
+func (h *cursors) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return c
+}
+
+// cursor reads one subject of the turns stream a batch at a time.
+type cursor struct {
+	subject string
+	next    uint64
+	buf     []*jetstream.RawStreamMsg
+	more    bool
+}
+
+// fill reads the next batch when the buffer is empty and the stream may hold more.
+func (c *cursor) fill(ctx context.Context, rd *archive.Reader) error {
+	if len(c.buf) > 0 || !c.more {
+		return nil
+	}
+	msgs, more, err := rd.Batch(ctx, c.subject, c.next)
+	if err != nil {
+		return err
+	}
+	c.buf, c.more = msgs, more
+	if len(msgs) > 0 {
+		c.next = msgs[len(msgs)-1].Sequence + 1
+	}
+	return nil
+}
+
+// replayRun is one replay: the sessions it loaded and what it did.
+type replayRun struct {
+	r      *Replayer
+	states map[session.Key]*session.State
+	before Stats
+	stats  ReplayStats
+}
+
+func (r *Replayer) newRun() *replayRun {
+	return &replayRun{r: r, states: map[session.Key]*session.State{}, before: r.w.Stats()}
+}
+
+// apply decides one message of the turns stream, as live ingest does, and commits, compresses and
+// extracts as its effects ask.
+func (run *replayRun) apply(ctx context.Context, m *jetstream.RawStreamMsg) error {
+	r := run.r
+	addr, err := events.ParseTurnSubject(m.Subject)
+	if err != nil {
+		return nil // live ingest dead-lettered it
+	}
+	k := session.Key{Tenant: addr.Tenant, Session: addr.Session}
+	st := run.states[k]
+	if st == nil {
+		if st, err = r.w.store.Load(ctx, k, r.w.cfg.Budget.Conversation()); err != nil {
+			return err
+		}
+		run.states[k] = st
+	}
+	if m.Sequence <= st.Header.LastSeq {
+		return nil
+	}
+	st.PlaceIn(addr.Partition)
+	run.stats.Messages++
+	fx := &effects{}
+	r.w.decide(st, message{subject: m.Subject, header: m.Header, data: m.Data, seq: m.Sequence, stored: m.Time, addr: addr}, fx)
+	ended := fx.ends > 0 // a session end was applied (binary or structured mode)
+	if r.events != nil {
+		// Live ingest publishes a batch's pressure events and dead letters before it commits.
+		fx.ended = nil
+		if err := r.w.publish(ctx, fx); err != nil {
+			return err
+		}
+	}
+	if len(fx.msgs) == 0 && !ended && st.Uncommitted() < 256 {
+		return nil
+	}
+	if err := r.commit(ctx, st); err != nil {
+		return err
+	}
+	for _, msg := range fx.msgs {
+		n, err := r.compress(ctx, st, msg)
+		if err != nil {
+			return err
+		}
+		run.stats.Summaries += n
+	}
+	if ended {
+		if err := r.ext.Extract(ctx, k, m.Sequence); err != nil {
+			return fmt.Errorf("extracting %s: %w", k, err)
+		}
+	}
+	return nil
+}
+
+// finish commits what the run left uncommitted and completes its statistics.
+func (run *replayRun) finish(ctx context.Context, start time.Time) (ReplayStats, error) {
+	for _, st := range run.states {
+		if err := run.r.commit(ctx, st); err != nil {
+			return run.stats, err
+		}
+	}
+	after := run.r.w.Stats()
+	run.stats.Sessions = len(run.states)
+	run.stats.Applied = after.Applied - run.before.Applied
+	run.stats.Rejected = after.Rejected - run.before.Rejected
+	run.stats.Took = time.Since(start).Round(time.Millisecond).String()
+	return run.stats, nil
 }
 
 func (r *Replayer) count(ctx context.Context, subject string) (uint64, error) {
@@ -180,6 +312,11 @@ func (r *Replayer) compress(ctx context.Context, st *session.State, msg *nats.Ms
 	}
 	if !stored {
 		return 0, errors.New("replay: session forgotten during the replay")
+	}
+	if r.events != nil {
+		if err := r.events.Publish(ctx, st.Key.Tenant, p, sum); err != nil {
+			return 0, err
+		}
 	}
 	if fillPlaceholder(st, sum.ID, sum.Content, sum.Timestamp, sum.Provenance, sum.Summarizer, p.Number, sum.Usage) {
 		if err := r.commit(ctx, st); err != nil {

@@ -34,6 +34,11 @@ type Consumer struct {
 	// Forget marks a consumer whose handlers may still write a user's data after a forget of
 	// that user began: forget waits until it has acknowledged what its stream held then.
 	Forget bool
+	// Rebuilt marks a consumer whose work memoryd's rebuild after an unclean stop does itself
+	// for everything it rebuilds (package recovery: ingest's decisions, compressions,
+	// extractions): the consumer starts again after what the rebuild read. A consumer without it
+	// is delivered again from its last checkpointed position (its handlers are idempotent).
+	Rebuilt bool
 }
 
 // Name is the consumer's durable name.

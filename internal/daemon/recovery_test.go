@@ -328,3 +328,53 @@ func TestSyncedDataDirectoryIsTakenOver(t *testing.T) {
 		t.Fatalf("recovered %+v (lazy %t) with sync-all on a directory that persisted lazily", rep, ok)
 	}
 }
+
+// ReplaySessions replays the chosen sessions alone, in stream order, up to a sequence: each one
+// becomes what a replay of the whole stream at that sequence builds, and the others are not
+// written.
+func TestReplaySessionsReplaysTheChosenSessionsUpToASequence(t *testing.T) {
+	ctx := context.Background()
+	cfg := lazyConfig(t, t.TempDir(), "")
+	r := startRun(t, cfg)
+	for _, s := range []string{"a", "b", "c"} {
+		r.talk(t, s, "u"+s, 0, 40)
+	}
+	topo := events.DefaultTopology()
+	turns, err := r.js.Stream(ctx, topo.TurnsStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	upTo := turns.CachedInfo().State.LastSeq
+	full, err := daemon.NewReplayer(ctx, cfg, "FULL", r.js, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := full.Replay(ctx, "acme", 0, time.Time{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	r.talk(t, "a", "ua", 40, 10) // after upTo: left out
+	part, err := daemon.NewReplayer(ctx, cfg, "PART", r.js, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := part.ReplaySessions(ctx, []session.Key{{Tenant: "acme", Session: "a"}, {Tenant: "acme", Session: "c"}}, upTo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Sessions != 2 || st.Summaries == 0 {
+		t.Fatalf("replayed %+v; want 2 sessions and their summaries", st)
+	}
+	for _, s := range []string{"a", "c"} {
+		got, want := memoryOf(t, r.js, ingest.ReplayTopology(topo, "PART"), s, "u"+s), memoryOf(t, r.js, ingest.ReplayTopology(topo, "FULL"), s, "u"+s)
+		if got != want {
+			t.Fatalf("session %s replayed alone:\n%s\nwant (the whole stream replayed):\n%s", s, got, want)
+		}
+	}
+	store, err := session.NewStore(ctx, r.js, ingest.ReplayTopology(topo, "PART"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := store.Header(ctx, session.Key{Tenant: "acme", Session: "b"}); err == nil {
+		t.Fatal("session b, not chosen, was replayed")
+	}
+}

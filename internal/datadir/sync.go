@@ -17,8 +17,9 @@ import (
 // A file changed in the same clock tick as a Sync that read it could look unchanged to the next
 // one, so a file modified within recentWindow of a Sync is synced again by the next.
 type Syncer struct {
-	root string
-	seen map[string]stamp
+	root  string
+	seen  map[string]stamp
+	first bool
 	// Synced and Skipped count the paths the last Sync synced and found unchanged.
 	Synced, Skipped int
 }
@@ -34,10 +35,12 @@ type stamp struct {
 const recentWindow = 100 * time.Millisecond
 
 // NewSyncer returns a Syncer of the tree under root.
-func NewSyncer(root string) *Syncer { return &Syncer{root: root, seen: map[string]stamp{}} }
+func NewSyncer(root string) *Syncer {
+	return &Syncer{root: root, seen: map[string]stamp{}, first: true}
+}
 
-// Sync syncs what changed under the root since the last Sync (everything, the first time),
-// files before the directories that hold them. A path removed while it walks is skipped. It fails
+// Sync syncs what changed under the root since the last Sync (everything, and the directory that
+// holds the root, the first time), files before the directories that hold them. A path removed while it walks is skipped. It fails
 // on the first path it cannot sync.
 func (s *Syncer) Sync() error {
 	start := time.Now()
@@ -82,14 +85,18 @@ func (s *Syncer) Sync() error {
 	if err != nil {
 		return fmt.Errorf("datadir: syncing %s: %w", s.root, err)
 	}
-	// The deepest directories first, so that a parent records its children's names last.
+	// The deepest directories first, so that a parent records its children's names last; the
+	// first time, the root's parent too, which holds the root's own name.
+	if s.first {
+		dirs = append([]string{filepath.Dir(s.root)}, dirs...)
+	}
 	for i := len(dirs) - 1; i >= 0; i-- {
 		if err := syncDir(dirs[i]); err != nil {
 			return fmt.Errorf("datadir: syncing %s: %w", dirs[i], err)
 		}
 		s.Synced++
 	}
-	s.seen = next
+	s.seen, s.first = next, false
 	return nil
 }
 

@@ -201,6 +201,7 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Daemon, error)
 		if d.recovery, err = recovery.New(setup, rc, js, log); err != nil {
 			return fail(err)
 		}
+		sh.Sync = d.recovery.Sync
 		rp, err := newReplayer(ctx, cfg, "", true, js, log)
 		if err != nil {
 			return fail(err)

@@ -357,7 +357,7 @@ func TestReplaySessionsReplaysTheChosenSessionsUpToASequence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := part.ReplaySessions(ctx, []session.Key{{Tenant: "acme", Session: "a"}, {Tenant: "acme", Session: "c"}}, upTo)
+	st, err := part.ReplaySessions(ctx, []session.Key{{Tenant: "acme", Session: "a"}, {Tenant: "acme", Session: "c"}}, nil, upTo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,5 +376,72 @@ func TestReplaySessionsReplaysTheChosenSessionsUpToASequence(t *testing.T) {
 	}
 	if _, _, err := store.Header(ctx, session.Key{Tenant: "acme", Session: "b"}); err == nil {
 		t.Fatal("session b, not chosen, was replayed")
+	}
+}
+
+// A user's edit of their facts (a fact deleted through the forget service) is recorded in the
+// turns stream: after an unclean stop that lost the edited facts, the rebuild replays the edit
+// where it was made, and so does a replay of the whole stream.
+func TestUncleanStopKeepsTheEditsOfFacts(t *testing.T) {
+	dir := t.TempDir()
+	cfg := lazyConfig(t, dir, "")
+	ctx := context.Background()
+	r := startRun(t, cfg)
+	r.talk(t, "a", "ua", 0, 30)
+	if _, err := r.d.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	topo := events.DefaultTopology()
+	long, err := longterm.Open(ctx, r.js, topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := long.User(ctx, "acme", "ua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted := ""
+	for _, f := range recs.Facts {
+		if f.Live() {
+			deleted = f.ID
+		}
+	}
+	if deleted == "" {
+		t.Fatal("ua has no live fact: the scenario is too small")
+	}
+	if _, err := r.cl.ForgetFact(ctx, "ua", deleted); err != nil {
+		t.Fatal(err)
+	}
+	// What a power cut can leave of lazily written state: ua's facts gone.
+	if _, err := archive.PurgeKV(ctx, r.js, topo.LongTermBucket(), "acme.ua.f.>"); err != nil {
+		t.Fatal(err)
+	}
+	r.stop()
+	if taken, err := datadir.TakeClean(dir); err != nil || !taken {
+		t.Fatalf("the clean stop left no mark to take away (%v)", err)
+	}
+
+	r = startRun(t, cfg)
+	rep, _ := r.d.Recovered()
+	if rep.Clean || rep.Users != 1 || rep.Sessions != 1 || rep.Replay.Edits != 1 {
+		t.Fatalf("recovered %+v; want a rebuild of user ua, its session and its edit", rep)
+	}
+	r.drained(t)
+	if long, err = longterm.Open(ctx, r.js, topo); err != nil {
+		t.Fatal(err)
+	}
+	f, err := long.Fact(ctx, "acme", "ua", deleted)
+	if err != nil || !f.Deleted {
+		t.Fatalf("fact %s after the rebuild: %+v (%v); want it deleted, as the user asked", deleted, f, err)
+	}
+	rp, err := daemon.NewReplayer(ctx, cfg, "CHECK", r.js, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rp.Replay(ctx, "acme", 0, time.Time{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := memoryOf(t, r.js, topo, "a", "ua"), memoryOf(t, r.js, ingest.ReplayTopology(topo, "CHECK"), "a", "ua"); got != want {
+		t.Fatalf("after the rebuild:\n%s\nwant (a replay):\n%s", got, want)
 	}
 }

@@ -86,6 +86,17 @@ type Config struct {
 	// ForgetWaits are the consumers that may still write a user's data after a forget began
 	// (stage.ForgetWaits): a forget waits until each has acknowledged what its stream held then.
 	ForgetWaits []stage.Consumer
+	// Sync, when not nil, makes every write acknowledged so far durable (stage.Shared.Sync): a
+	// user's forget calls it before it answers.
+	Sync func(ctx context.Context) error
+}
+
+// ApplyEdit makes edit e of a user's facts again (a replay of its record in the turns stream;
+// the forget service made it live): forget.Service.ApplyEdit, publishing fact events as the
+// extractor does. It fails as that does.
+func (w *Worker) ApplyEdit(ctx context.Context, tenant string, e events.Edit) error {
+	_, _, err := w.forget.ApplyEdit(ctx, tenant, e)
+	return err
 }
 
 // errNotApplied: ingest has not decided the session up to the trigger yet.
@@ -166,7 +177,8 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 	for _, c := range cfg.ForgetWaits {
 		waits = append(waits, forget.Consumer{Stream: c.Stream, Name: c.Name()})
 	}
-	fs, err := forget.New(forget.Config{Topology: topo, Source: cfg.Source, Tokenizer: cfg.Tokenizer, Waits: waits, Metrics: cfg.Metrics},
+	fs, err := forget.New(forget.Config{Topology: topo, Source: cfg.Source, Tokenizer: cfg.Tokenizer, Waits: waits, Metrics: cfg.Metrics,
+		NoEvents: cfg.NoConsumers && !cfg.Events, Sync: cfg.Sync},
 		js, forget.Stores{Long: store, Sessions: sessions, Usage: us, Vectors: vs}, log.With().Str("component", "forget").Logger())
 	if err != nil {
 		return nil, err

@@ -43,7 +43,7 @@ func Stage(cfg Config) stage.Stage {
 		Services:  []string{ServiceName},
 		Build: func(ctx context.Context, sh *stage.Shared) (stage.Runner, error) {
 			cfg := cfg
-			cfg.Topology, cfg.Metrics, cfg.Tracer = sh.Topology, sh.Metrics, sh.Tracer
+			cfg.Topology, cfg.Metrics, cfg.Tracer, cfg.Sync = sh.Topology, sh.Metrics, sh.Tracer, sh.Sync
 			if cfg.ForgetWaits == nil {
 				cfg.ForgetWaits = stage.ForgetWaits(sh.Topology, sh.Stages...)
 			}

@@ -3,6 +3,7 @@ package ingest
 import (
 	"container/heap"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -27,6 +28,16 @@ type Compressor interface {
 type Extractor interface {
 	Extract(ctx context.Context, k session.Key, upTo uint64) error
 }
+
+// EditApplier makes a recorded edit of a user's facts again (satisfied by *extract.Worker): a
+// replay whose Extractor is one applies the edits (events.Edit) in the turns stream where they
+// were made; with another it leaves them out.
+type EditApplier interface {
+	ApplyEdit(ctx context.Context, tenant string, e events.Edit) error
+}
+
+// User names a user of a tenant: ReplaySessions applies the user's edits.
+type User struct{ Tenant, User string }
 
 // SummaryPublisher publishes the event of a summary made for a pressure event (satisfied by
 // *compress.Worker).
@@ -75,11 +86,14 @@ type ReplayStats struct {
 	Applied   uint64 `json:"applied"`
 	Rejected  uint64 `json:"rejected"`
 	Summaries int    `json:"summaries"`
+	// Edits counts the records of edits of users' facts read (EditApplier).
+	Edits int `json:"edits,omitempty"`
 	Took      string `json:"took"`
 }
 
 // Replay replays the tenant's messages from stream sequence from (1 when 0) that were stored at
-// or after since (when not zero). progress, when not nil, is called as messages are read.
+// or after since (when not zero), with the edits of its users' facts (EditApplier) in stream
+// order among them. progress, when not nil, is called as turns are read.
 func (r *Replayer) Replay(ctx context.Context, tenant string, from uint64, since time.Time, progress func(done, total uint64)) (ReplayStats, error) {
 	start := time.Now()
 	if err := events.ValidateToken("tenant", tenant); err != nil {
@@ -91,11 +105,17 @@ func (r *Replayer) Replay(ctx context.Context, tenant string, from uint64, since
 		return ReplayStats{}, err
 	}
 	run := r.newRun()
+	subjects := []string{subject}
+	if _, ok := r.ext.(EditApplier); ok {
+		subjects = append(subjects, "memory."+events.KindEdits+"."+tenant+".*")
+	}
 	var done uint64
-	err = r.w.reader.Scan(ctx, subject, from, 0, func(m *jetstream.RawStreamMsg) error {
-		done++
-		if progress != nil {
-			progress(done, total)
+	err = r.merge(ctx, subjects, max(from, 1), 0, func(m *jetstream.RawStreamMsg) error {
+		if !strings.HasPrefix(m.Subject, "memory.") {
+			done++
+			if progress != nil {
+				progress(done, total)
+			}
 		}
 		if !since.IsZero() && m.Time.Before(since) {
 			return nil
@@ -109,19 +129,40 @@ func (r *Replayer) Replay(ctx context.Context, tenant string, from uint64, since
 }
 
 // ReplaySessions replays the messages of the sessions keys (each wholly, from its first
-// message) up to stream sequence to (0: the end of the stream), in stream order across them,
-// into the target buckets, as Replay does. A session's state must be absent from them (or a
-// tombstone) for the replay to rebuild it: package recovery wipes what it rebuilds first.
-func (r *Replayer) ReplaySessions(ctx context.Context, keys []session.Key, to uint64) (ReplayStats, error) {
+// message) and the edits of users' facts (EditApplier) up to stream sequence to (0: the end of
+// the stream), in stream order across them, into the target buckets, as Replay does. A session's
+// state and a user's facts must be absent from them (or tombstones) for the replay to rebuild
+// them: package recovery wipes what it rebuilds first.
+func (r *Replayer) ReplaySessions(ctx context.Context, keys []session.Key, users []User, to uint64) (ReplayStats, error) {
 	start := time.Now()
 	run := r.newRun()
-	// A heap of the sessions' cursors, the one whose next message comes first in the stream on
+	subjects := make([]string, 0, len(keys)+len(users))
+	for _, k := range keys {
+		subjects = append(subjects, events.SessionFilter(k.Tenant, k.Session))
+	}
+	if _, ok := r.ext.(EditApplier); ok {
+		for _, u := range users {
+			if s, err := events.EditSubject(u.Tenant, u.User); err == nil {
+				subjects = append(subjects, s)
+			}
+		}
+	}
+	if err := r.merge(ctx, subjects, 1, to, func(m *jetstream.RawStreamMsg) error { return run.apply(ctx, m) }); err != nil {
+		return run.stats, err
+	}
+	return run.finish(ctx, start)
+}
+
+// merge calls fn with the messages of the turns stream on subjects from sequence from up to to
+// (0: the end of the stream), in stream order across the subjects.
+func (r *Replayer) merge(ctx context.Context, subjects []string, from, to uint64, fn func(m *jetstream.RawStreamMsg) error) error {
+	// A heap of the subjects' cursors, the one whose next message comes first in the stream on
 	// top.
 	var h cursors
-	for _, k := range keys {
-		c := &cursor{subject: events.SessionFilter(k.Tenant, k.Session), next: 1, more: true}
+	for _, s := range subjects {
+		c := &cursor{subject: s, next: from, more: true}
 		if err := c.fill(ctx, r.w.reader); err != nil {
-			return run.stats, err
+			return err
 		}
 		if len(c.buf) > 0 {
 			h = append(h, c)
@@ -136,18 +177,18 @@ func (r *Replayer) ReplaySessions(ctx context.Context, keys []session.Key, to ui
 		}
 		c.buf = c.buf[1:]
 		if err := c.fill(ctx, r.w.reader); err != nil {
-			return run.stats, err
+			return err
 		}
 		if len(c.buf) == 0 {
 			heap.Pop(&h)
 		} else {
 			heap.Fix(&h, 0)
 		}
-		if err := run.apply(ctx, m); err != nil {
-			return run.stats, err
+		if err := fn(m); err != nil {
+			return err
 		}
 	}
-	return run.finish(ctx, start)
+	return nil
 }
 
 // cursors is a heap of cursors by the sequence of their next message.
@@ -204,6 +245,9 @@ func (r *Replayer) newRun() *replayRun {
 // extracts as its effects ask.
 func (run *replayRun) apply(ctx context.Context, m *jetstream.RawStreamMsg) error {
 	r := run.r
+	if strings.HasPrefix(m.Subject, "memory."+events.KindEdits+".") {
+		return run.edit(ctx, m)
+	}
 	addr, err := events.ParseTurnSubject(m.Subject)
 	if err != nil {
 		return nil // live ingest dead-lettered it
@@ -248,6 +292,33 @@ func (run *replayRun) apply(ctx context.Context, m *jetstream.RawStreamMsg) erro
 		if err := r.ext.Extract(ctx, k, m.Sequence); err != nil {
 			return fmt.Errorf("extracting %s: %w", k, err)
 		}
+	}
+	return nil
+}
+
+// edit applies the record of an edit of a user's facts (events.Edit) as the forget service made
+// it. An edit of a fact the replay does not have (an LLM's extraction differs from the live
+// one's) or that it has as corrected already changes nothing.
+func (run *replayRun) edit(ctx context.Context, m *jetstream.RawStreamMsg) error {
+	ea, ok := run.r.ext.(EditApplier)
+	if !ok {
+		return nil
+	}
+	addr, err := events.ParseEventSubject(m.Subject)
+	if err != nil {
+		return nil
+	}
+	var e events.Edit
+	if err := json.Unmarshal(m.Data, &e); err != nil || e.Validate() != nil || e.User != addr.Key {
+		return nil // the forget service writes only valid edits
+	}
+	run.stats.Edits++
+	err = ea.ApplyEdit(ctx, addr.Tenant, e)
+	if errors.Is(err, longterm.ErrNotFound) || errors.Is(err, events.ErrInvalid) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("applying edit %d of %s/%s: %w", m.Sequence, addr.Tenant, e.User, err)
 	}
 	return nil
 }

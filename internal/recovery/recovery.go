@@ -184,7 +184,7 @@ func (r *Recovery) read(ctx context.Context, key string) (Checkpoint, bool, erro
 // Rebuilder replays chosen sessions into the live buckets (an ingest.Replayer built for the live
 // topology: daemon.NewReplayer).
 type Rebuilder interface {
-	ReplaySessions(ctx context.Context, keys []session.Key, to uint64) (ingest.ReplayStats, error)
+	ReplaySessions(ctx context.Context, keys []session.Key, users []ingest.User, to uint64) (ingest.ReplayStats, error)
 }
 
 // Report says what Prepare did.
@@ -337,6 +337,25 @@ func (r *Recovery) Stop(ctx context.Context) error {
 		return err
 	}
 	return r.store(ctx, stopKey, cp)
+}
+
+// Sync makes every write acknowledged before it was called durable, without a checkpoint: it
+// waits Config.Settle and syncs what changed under the data directory (stage.Shared.Sync: a
+// user's forget calls it before it answers).
+func (r *Recovery) Sync(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cfg.Settle > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(r.cfg.Settle):
+		}
+	}
+	if err := r.syncer.Sync(); err != nil {
+		return fmt.Errorf("recovery: %w", err)
+	}
+	return nil
 }
 
 // Checkpoint takes a checkpoint now (Run takes its own with it) and returns it.
@@ -507,7 +526,11 @@ func (r *Recovery) rebuild(ctx context.Context, cp Checkpoint, rb Rebuilder, rep
 			return nil, fmt.Errorf("recovery: %w", err)
 		}
 	}
-	if rep.Replay, err = rb.ReplaySessions(ctx, sessions, end); err != nil {
+	edits := make([]ingest.User, len(users))
+	for i, u := range users {
+		edits[i] = ingest.User{Tenant: u.tenant, User: u.user}
+	}
+	if rep.Replay, err = rb.ReplaySessions(ctx, sessions, edits, end); err != nil {
 		return nil, fmt.Errorf("recovery: replaying %d sessions: %w", len(sessions), err)
 	}
 	// The consumers of the other streams whose work the rebuild did start after what those
@@ -541,10 +564,12 @@ type userKey struct{ tenant, user string }
 
 // dirty lists the sessions to rebuild after checkpoint cp, with the turns stream at end: those
 // with a message after cp.Seq, those cp names, and every session of their users (the long-term
-// index's, whose owner the header or the first turn naming a user says); and those users.
+// index's, whose owner the header or the first turn naming a user says) and of the users with
+// an edit of their facts after cp.Seq (events.Edit); and those users.
 func (r *Recovery) dirty(ctx context.Context, cp Checkpoint, end uint64) ([]session.Key, []userKey, error) {
 	topo := r.cfg.Topology
 	set := map[session.Key]bool{}
+	users := map[userKey]bool{}
 	for _, s := range cp.Sessions {
 		if tenant, sess, ok := strings.Cut(s, "."); ok {
 			set[session.Key{Tenant: tenant, Session: sess}] = true
@@ -552,8 +577,13 @@ func (r *Recovery) dirty(ctx context.Context, cp Checkpoint, end uint64) ([]sess
 	}
 	if end > cp.Seq {
 		err := archive.NewReader(r.js, topo.TurnsStream()).Scan(ctx, ">", cp.Seq+1, end, func(m *jetstream.RawStreamMsg) error {
-			if a, err := events.ParseEventSubject(m.Subject); err == nil && (a.Kind == events.KindTurns || a.Kind == events.KindEnded) {
+			a, err := events.ParseEventSubject(m.Subject)
+			switch {
+			case err != nil:
+			case a.Kind == events.KindTurns || a.Kind == events.KindEnded:
 				set[session.Key{Tenant: a.Tenant, Session: a.Key}] = true
+			case a.Kind == events.KindEdits:
+				users[userKey{a.Tenant, a.Key}] = true
 			}
 			return nil
 		})
@@ -570,7 +600,6 @@ func (r *Recovery) dirty(ctx context.Context, cp Checkpoint, end uint64) ([]sess
 		return nil, nil, err
 	}
 	reader := archive.NewReader(r.js, topo.TurnsStream())
-	users := map[userKey]bool{}
 	for k := range set {
 		u, err := owner(ctx, st, reader, k)
 		if err != nil {

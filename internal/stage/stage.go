@@ -60,6 +60,11 @@ type Shared struct {
 	// Stages are every stage the deployment has, running here or not (for what one stage
 	// needs to know of the others: ForgetWaits).
 	Stages []Stage
+	// Sync, when not nil, makes every write acknowledged so far durable: memoryd persists what
+	// it derives from the turns lazily (package recovery) and a stage whose answer promises
+	// durability (a user's forget) calls it first. Nil when every write is synced as it is
+	// acknowledged, or as the server is configured.
+	Sync func(ctx context.Context) error
 }
 
 // Runner is a built stage: Run works until ctx is cancelled, then drains.

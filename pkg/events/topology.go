@@ -181,6 +181,9 @@ func PartitionedSubject(p int, tenant, session string) string {
 // with a subject transform, "memory.turns.<t>.<s>" stored as "<p>.memory.turns.<t>.<s>". Subjects of
 // any other shape are stored as published so that ingest can dead-letter them with a reason.
 //
+// Beside the turns it keeps agentmem's own announcements of applied session ends (EndedSubjects)
+// and records of users' edits of their facts (EditSubjects), which a replay applies in order.
+//
 // Atomic batch publish is allowed (nats-server 2.12+): a batch of turns is stored all or nothing
 // and, with the server syncing every write (memoryd's default durability), synced to disk once
 // for the whole batch instead of once per turn. The HTTP gateway publishes its batches so.
@@ -188,7 +191,7 @@ func (t Topology) TurnsStreamConfig() jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:        t.TurnsStream(),
 		Description: "agentmem turns (the archive), partitioned by tenant and session",
-		Subjects:    []string{TurnsSubjects, EndedSubjects},
+		Subjects:    []string{TurnsSubjects, EndedSubjects, EditSubjects},
 		SubjectTransform: &jetstream.SubjectTransformConfig{
 			Source:      "memory.turns.*.*",
 			Destination: fmt.Sprintf("{{partition(%d,1,2)}}.memory.turns.{{wildcard(1)}}.{{wildcard(2)}}", t.Partitions),

@@ -87,8 +87,8 @@ type ReplayStats struct {
 	Rejected  uint64 `json:"rejected"`
 	Summaries int    `json:"summaries"`
 	// Edits counts the records of edits of users' facts read (EditApplier).
-	Edits int `json:"edits,omitempty"`
-	Took      string `json:"took"`
+	Edits int    `json:"edits,omitempty"`
+	Took  string `json:"took"`
 }
 
 // Replay replays the tenant's messages from stream sequence from (1 when 0) that were stored at

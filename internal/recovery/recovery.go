@@ -23,9 +23,10 @@
 //   - The rebuild. After an unclean stop, Prepare rewinds what may have been written after the
 //     last checkpoint and replays it from the turns stream before any stage runs: the sessions
 //     with a message after Seq, those the checkpoint named, and the sessions of each of their
-//     users make the set; each session's short-term state and each user's facts and session
-//     index are removed (summaries stay: a replay finds them by their derived ids and asks no
-//     model again) and the sessions are replayed, in stream order, up to the end of the stream
+//     users and of each user with an edit of their facts after Seq (events.Edit) make the set;
+//     each session's short-term state and each user's facts and session index are removed
+//     (summaries stay: a replay finds them by their derived ids and asks no model again) and the
+//     sessions, with their users' edits, are replayed in stream order up to the end of the stream
 //     (ingest.Replayer.ReplaySessions; invariant 6 makes the replay the memory a live run builds).
 //     The consumers whose work the rebuild did start after it; the others start from their
 //     checkpointed positions. A new checkpoint then records the rebuilt state.

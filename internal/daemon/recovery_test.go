@@ -17,10 +17,13 @@ import (
 	"github.com/agentmem/agentmem/internal/broker/brokertest"
 	"github.com/agentmem/agentmem/internal/daemon"
 	"github.com/agentmem/agentmem/internal/datadir"
+	"github.com/agentmem/agentmem/internal/embed/wordvec"
 	"github.com/agentmem/agentmem/internal/ingest"
 	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/recovery"
+	"github.com/agentmem/agentmem/internal/retrieve"
 	"github.com/agentmem/agentmem/internal/session"
+	"github.com/agentmem/agentmem/internal/vectors"
 	"github.com/agentmem/agentmem/pkg/client"
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
@@ -443,5 +446,71 @@ func TestUncleanStopKeepsTheEditsOfFacts(t *testing.T) {
 	}
 	if got, want := memoryOf(t, r.js, topo, "a", "ua"), memoryOf(t, r.js, ingest.ReplayTopology(topo, "CHECK"), "a", "ua"); got != want {
 		t.Fatalf("after the rebuild:\n%s\nwant (a replay):\n%s", got, want)
+	}
+}
+
+// After an unclean stop the embedder delivers again, from the checkpoint, the summary and fact
+// events it had acknowledged: a vector it stored after the checkpoint and lost (written lazily)
+// is made again, while the events and the embedder's position survived.
+func TestUncleanStopEmbedsAgainWhatFollowsTheCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	cfg := lazyConfig(t, dir, "")
+	local, err := wordvec.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Retrieve = retrieve.Config{Embedder: local}
+	ctx := context.Background()
+	topo := events.DefaultTopology()
+	r := startRun(t, cfg)
+	embedded := func() map[string]bool {
+		t.Helper()
+		vs, err := vectors.Open(ctx, r.js, topo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := map[string]bool{}
+		if err := vs.ScanAll(ctx, "acme.ua.>", func(v vectors.Vector) {
+			if v.Kind != vectors.KindTurn {
+				ids[v.ID] = true
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	r.talk(t, "a", "ua", 0, 30)
+	if _, err := r.d.Checkpoint(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := embedded()
+	r.talk(t, "a", "ua", 30, 30)
+	var after []string
+	for id := range embedded() {
+		if !before[id] {
+			after = append(after, id)
+		}
+	}
+	if len(after) == 0 {
+		t.Fatal("no summary or fact was embedded after the checkpoint: the scenario is too small")
+	}
+	// What a power cut can leave of lazily written state: ua's vectors gone.
+	if _, err := archive.PurgeKV(ctx, r.js, topo.VectorBucket(), "acme.ua.>"); err != nil {
+		t.Fatal(err)
+	}
+	r.stop()
+	if taken, err := datadir.TakeClean(dir); err != nil || !taken {
+		t.Fatalf("the clean stop left no mark to take away (%v)", err)
+	}
+	r = startRun(t, cfg)
+	if rep, _ := r.d.Recovered(); rep.Clean {
+		t.Fatalf("recovered %+v; want a rebuild", rep)
+	}
+	r.drained(t)
+	got := embedded()
+	for _, id := range after {
+		if !got[id] {
+			t.Fatalf("%s, embedded after the checkpoint and lost, was not embedded again (%d of %d are)", id, len(got), len(after))
+		}
 	}
 }

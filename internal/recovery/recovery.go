@@ -28,8 +28,9 @@
 //     (summaries stay: a replay finds them by their derived ids and asks no model again) and the
 //     sessions, with their users' edits, are replayed in stream order up to the end of the stream
 //     (ingest.Replayer.ReplaySessions; invariant 6 makes the replay the memory a live run builds).
-//     The consumers whose work the rebuild did start after it; the others start from their
-//     checkpointed positions. A new checkpoint then records the rebuilt state.
+//     The consumers whose work the rebuild did start after it; the others (the embedder's)
+//     start from their checkpointed positions, on the derived streams too (Checkpoint.Derived).
+//     A new checkpoint then records the rebuilt state.
 //
 // The consumers of the turns stream keep their state in memory (their positions are the
 // checkpoints'), so that acknowledging a turn syncs nothing but the turn: Prepare creates them at
@@ -132,6 +133,10 @@ type Checkpoint struct {
 	// Sessions are the sessions ("<tenant>.<session>") with work in flight downstream of the
 	// turns stream.
 	Sessions []string `json:"sessions,omitempty"`
+	// Derived are the consumers of the derived streams whose work a rebuild does not redo (the
+	// embedder's), keyed "<stream>/<consumer>", and the sequence up to which each had
+	// acknowledged everything it reads: after an unclean stop they deliver again from there.
+	Derived map[string]uint64 `json:"derived,omitempty"`
 	// Time is when the checkpoint began.
 	Time time.Time `json:"time"`
 }
@@ -419,8 +424,39 @@ func (r *Recovery) positions(ctx context.Context) (Checkpoint, error) {
 			cp.Seq = min(cp.Seq, f)
 		}
 	}
+	for _, c := range r.derivedConsumers() {
+		last, err := lastSeq(ctx, r.js, c.Stream)
+		if err != nil {
+			return cp, err
+		}
+		f, found, err := floor(ctx, r.js, c.Stream, c.Name(), last)
+		if err != nil {
+			return cp, err
+		}
+		if found {
+			if cp.Derived == nil {
+				cp.Derived = map[string]uint64{}
+			}
+			cp.Derived[derivedKey(c)] = f
+		}
+	}
 	return cp, nil
 }
+
+// derivedConsumers are the configured consumers of the streams derived from the turns stream
+// whose work a rebuild does not redo (the embedder's: it stores what a message asks for unless
+// it is stored already, so a message delivered again costs a lookup).
+func (r *Recovery) derivedConsumers() []stage.Consumer {
+	var out []stage.Consumer
+	for _, c := range r.cfg.Consumers {
+		if !c.Rebuilt && c.Stream != r.cfg.Topology.TurnsStream() {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func derivedKey(c stage.Consumer) string { return c.Stream + "/" + c.Name() }
 
 // store writes cp under key of the (synced) recovery bucket.
 func (r *Recovery) store(ctx context.Context, key string, cp Checkpoint) error {
@@ -533,6 +569,27 @@ func (r *Recovery) rebuild(ctx context.Context, cp Checkpoint, rb Rebuilder, rep
 	}
 	if rep.Replay, err = rb.ReplaySessions(ctx, sessions, edits, end); err != nil {
 		return nil, fmt.Errorf("recovery: replaying %d sessions: %w", len(sessions), err)
+	}
+	// The consumers of the derived streams whose work the rebuild does not redo deliver again
+	// from their checkpointed positions: what they stored after it may be lost while the
+	// messages that asked for it, and their positions, survived.
+	for _, c := range r.derivedConsumers() {
+		pos, ok := cp.Derived[derivedKey(c)]
+		if !ok {
+			continue
+		}
+		last, err := lastSeq(ctx, r.js, c.Stream)
+		if err != nil {
+			return nil, err
+		}
+		if f, found, err := floor(ctx, r.js, c.Stream, c.Name(), last); err != nil {
+			return nil, err
+		} else if found {
+			pos = min(pos, f)
+		}
+		if err := create(ctx, r.js, c, pos, false); err != nil {
+			return nil, err
+		}
 	}
 	// The consumers of the other streams whose work the rebuild did start after what those
 	// streams hold: what they had in flight belongs to rebuilt sessions.

@@ -43,7 +43,7 @@ func run(ctx context.Context, args []string) error {
 	natsConfig := fs.String("nats-config", "", "nats-server configuration file (authorization, TLS); SIGHUP reloads it")
 	creds := fs.String("creds", "", "credentials file of memoryd's own (worker) user, when the configuration requires one (memctl auth writes it)")
 	nkey := fs.String("nkey", "", "NKey seed file of memoryd's own credential, for a hand-written configuration with NKey users")
-	durability := fs.String("durability", string(broker.DurabilitySync), "when an acknowledged write is on disk: sync (every write synced before its acknowledgement; survives a power cut) or interval (synced every --sync-interval; a power cut loses up to that much); docs/operations.md")
+	durability := fs.String("durability", string(broker.DurabilitySync), "when an acknowledged write is on disk: sync (every turn synced before its acknowledgement, survives a power cut; what memoryd derives from the turns is synced at checkpoints and rebuilt from the turns after an unclean stop), sync-all (every write synced) or interval (synced every --sync-interval; a power cut loses up to that much); docs/operations.md")
 	syncInterval := fs.Duration("sync-interval", 2*time.Minute, "how often --durability interval syncs to disk")
 	maxPayload := fs.Int("max-payload", 0, "largest message the server accepts in bytes (0: NATS default, 1 MiB)")
 	summaryTokens := fs.Int("summary-tokens", 2000, "token cap a compression range is accounted at")

@@ -69,6 +69,27 @@ func (r *Reader) Scan(ctx context.Context, subject string, from, to uint64, fn f
 	}
 }
 
+// Batch returns, in sequence order, up to one batch of the messages on subject (wildcards
+// allowed) from sequence from on, and whether the stream holds more after them: Scan one step at
+// a time, for a reader that merges several subjects (package ingest's replay of chosen sessions).
+func (r *Reader) Batch(ctx context.Context, subject string, from uint64) ([]*jetstream.RawStreamMsg, bool, error) {
+	if from == 0 {
+		from = 1
+	}
+	mux, err := muxOf(r.js.Conn())
+	if err != nil {
+		return nil, false, err
+	}
+	msgs, err := mux.directGet(ctx, apiSubject(r.js, r.stream), from, subject, batchSize)
+	if err != nil {
+		return nil, false, fmt.Errorf("reading %s from %q at %d: %w", subject, r.stream, from, err)
+	}
+	if len(msgs) == 0 {
+		return nil, false, nil
+	}
+	return msgs, pendingAfter(msgs[len(msgs)-1]) > 0, nil
+}
+
 // Next returns the first message on subject with a sequence of at least from, or nil when there
 // is none. It is one direct get (next by subject) over the connection's shared reply
 // subscription: no subscription is made per call, as a batch get does.

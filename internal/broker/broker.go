@@ -46,11 +46,19 @@ type Durability string
 
 // The durability modes.
 const (
-	// DurabilitySync (the default, "sync") syncs every JetStream write to disk (fsync) before the
-	// server acknowledges it: an acknowledged turn survives a power cut or a kernel crash.
-	// nats-server's sync_interval: always. Writes that arrive together are synced together when
-	// their publisher sends them as one atomic batch (the HTTP gateway's batches).
+	// DurabilitySync (the default, "sync") syncs every write of a stream in the default persist
+	// mode to disk (fsync) before the server acknowledges it: an acknowledged turn survives a
+	// power cut or a kernel crash. nats-server's sync_interval: always. Writes that arrive
+	// together are synced together when their publisher sends them as one atomic batch (the HTTP
+	// gateway's batches). What memoryd derives from the turns is kept in streams of the
+	// asynchronous persist mode, which this setting does not sync (events.Topology.Lazy; package
+	// recovery rebuilds them after an unclean stop).
 	DurabilitySync Durability = "sync"
+	// DurabilitySyncAll ("sync-all") is DurabilitySync with nothing persisted lazily: every
+	// stream and bucket is synced before each acknowledgement (memoryd's default before lazy
+	// persistence). The server is configured as for DurabilitySync; the difference is memoryd's
+	// topology.
+	DurabilitySyncAll Durability = "sync-all"
 	// DurabilityInterval ("interval") writes to the operating system before the acknowledgement
 	// and syncs to disk every SyncInterval (nats-server's default): a process crash loses
 	// nothing, a power cut or kernel crash loses up to SyncInterval of acknowledged writes.
@@ -62,10 +70,10 @@ func ParseDurability(s string) (Durability, error) {
 	switch d := Durability(strings.ToLower(strings.TrimSpace(s))); d {
 	case "", DurabilitySync:
 		return DurabilitySync, nil
-	case DurabilityInterval:
+	case DurabilitySyncAll, DurabilityInterval:
 		return d, nil
 	}
-	return "", fmt.Errorf("durability %q: want sync (acknowledged = on disk, the default) or interval (synced every --sync-interval)", s)
+	return "", fmt.Errorf("durability %q: want sync (acknowledged turns on disk, derived memory rebuilt after a crash; the default), sync-all (every write synced) or interval (synced every --sync-interval)", s)
 }
 
 // Broker is a running embedded NATS server.
@@ -73,6 +81,8 @@ type Broker struct {
 	srv  *server.Server
 	cfg  Config
 	lock *datadir.Lock
+	// clean: the data directory held the clean-stop mark when the broker started.
+	clean bool
 }
 
 // ErrAddrInUse is wrapped by Start's error when another process listens on the client address.
@@ -92,14 +102,24 @@ func Start(cfg Config, log zerolog.Logger) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
+	clean, err := datadir.TakeClean(cfg.DataDir)
+	if err != nil {
+		_ = lock.Release()
+		return nil, err
+	}
 	b, err := start(cfg, opts, log)
 	if err != nil {
 		_ = lock.Release()
 		return nil, err
 	}
-	b.lock = lock
+	b.lock, b.clean = lock, clean
 	return b, nil
 }
+
+// StartedClean reports whether the last run on the data directory ended with ShutdownClean:
+// its server shut down and everything it wrote synced to disk. False after a crash, a kill -9 or
+// a power cut (or on a new directory, or one whose last run ended with Shutdown).
+func (b *Broker) StartedClean() bool { return b.clean }
 
 func start(cfg Config, opts *server.Options, log zerolog.Logger) (*Broker, error) {
 	if err := probe(opts.Host, opts.Port); err != nil {
@@ -202,7 +222,7 @@ func options(cfg Config) (*server.Options, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts.SyncAlways = d == DurabilitySync
+	opts.SyncAlways = d != DurabilityInterval
 	if cfg.SyncInterval > 0 {
 		opts.SyncInterval = cfg.SyncInterval
 	}
@@ -249,13 +269,28 @@ func (b *Broker) ClientURL() string { return b.srv.ClientURL() }
 func (b *Broker) Server() *server.Server { return b.srv }
 
 // Shutdown stops the server, waits until it is down and releases the data directory. Clients
-// should be closed first.
+// should be closed first. The next start counts this run as unclean (StartedClean is false).
 func (b *Broker) Shutdown() {
 	b.srv.Shutdown()
 	b.srv.WaitForShutdown()
 	if b.lock != nil {
 		_ = b.lock.Release()
 	}
+}
+
+// ShutdownClean is Shutdown that, once the server is down, syncs everything under the data
+// directory to disk and marks it as stopped cleanly (package datadir) before releasing it: the
+// next start's StartedClean is true. It returns the error that kept it from marking the
+// directory (the next start then counts the run as unclean).
+func (b *Broker) ShutdownClean() error {
+	b.srv.Shutdown()
+	b.srv.WaitForShutdown()
+	var err error
+	if b.lock != nil {
+		err = datadir.MarkClean(b.cfg.DataDir)
+		_ = b.lock.Release()
+	}
+	return err
 }
 
 // logAdapter logs the server's messages; a fatal one (the server would exit, were it not

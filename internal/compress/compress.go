@@ -281,7 +281,7 @@ func (w *Worker) handle(ctx context.Context, e worker.Event, p events.Pressure) 
 		if err != nil || !stored {
 			return err
 		}
-		return w.publish(ctx, tenant, p, sum)
+		return w.Publish(ctx, tenant, p, sum)
 	}
 }
 
@@ -473,9 +473,11 @@ func (w *Worker) entries(ctx context.Context, tenant, sess string, p events.Pres
 	return slices.Clip(out), nil
 }
 
-// publish publishes the summary event; its Nats-Msg-Id is the summary id, so a republish after a
-// redelivery is stored once.
-func (w *Worker) publish(ctx context.Context, tenant string, p events.Pressure, s longterm.Summary) error {
+// Publish publishes the summary event of s, made for pressure event p (a consumer's handler, or a
+// replay that publishes what the live pipeline does: package recovery's rebuild); its Nats-Msg-Id
+// is the summary id, so a republish after a redelivery is stored once. It fails when the event
+// cannot be built or is not stored.
+func (w *Worker) Publish(ctx context.Context, tenant string, p events.Pressure, s longterm.Summary) error {
 	lang, _ := s.Metadata["language"].(string)
 	body := events.Summary{
 		Session: p.Session, User: p.User, SummaryID: s.ID, Content: s.Content, Replaces: s.Replaces,

@@ -33,7 +33,7 @@ func Stage(cfg Config) stage.Stage {
 	return stage.Stage{
 		Name: "compressor",
 		Consumers: func(t events.Topology) []stage.Consumer {
-			return []stage.Consumer{{Stream: t.PressureStream(), Config: ConsumerConfig(t)}}
+			return []stage.Consumer{{Stream: t.PressureStream(), Config: ConsumerConfig(t), Rebuilt: true}}
 		},
 		Build: func(ctx context.Context, sh *stage.Shared) (stage.Runner, error) {
 			cfg := cfg

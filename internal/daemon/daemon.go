@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -25,7 +26,9 @@ import (
 	"github.com/agentmem/agentmem/internal/ingest"
 	"github.com/agentmem/agentmem/internal/llm"
 	"github.com/agentmem/agentmem/internal/metrics"
+	"github.com/agentmem/agentmem/internal/recovery"
 	"github.com/agentmem/agentmem/internal/retrieve"
+	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/internal/stage"
 	"github.com/agentmem/agentmem/internal/stages"
 	"github.com/agentmem/agentmem/pkg/events"
@@ -66,17 +69,26 @@ type Config struct {
 	// the registry (package stages) with the settings above; a list given here carries its own
 	// settings, and Ingest, Retrieve, Compress, Extract and Embed are ignored then.
 	Stages []stage.Stage
+	// Recovery configures the checkpoints of lazy persistence (package recovery; its Topology,
+	// DataDir, Consumers and Awaiting are set by the daemon). Lazy persistence is on with the
+	// default durability (broker.DurabilitySync), one replica and no archive limits, and on any
+	// data directory that had it once (its derived streams stay asynchronous).
+	Recovery recovery.Config
 }
 
 // Daemon is a running all-in-one process.
 type Daemon struct {
 	broker *broker.Broker
 	nc     *nats.Conn
-	ingest *ingest.Worker
-	cancel context.CancelFunc
-	done   chan struct{}
-	err    error
-	once   sync.Once
+	ingest atomic.Pointer[ingest.Worker]
+	// recovery takes the checkpoints of lazy persistence (nil without it); recovered is what its
+	// Prepare did at start.
+	recovery  *recovery.Recovery
+	recovered recovery.Report
+	cancel    context.CancelFunc
+	done      chan struct{}
+	err       error
+	once      sync.Once
 }
 
 // Start starts the server, creates the topology and starts every worker. It returns once they
@@ -125,6 +137,11 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Daemon, error)
 	}
 	setup, cancelSetup := context.WithTimeout(ctx, 30*time.Second)
 	defer cancelSetup()
+	lazy, err := lazyPersistence(setup, cfg, js)
+	if err != nil {
+		return fail(err)
+	}
+	cfg.Topology.Lazy = lazy
 	if err := cfg.Topology.Ensure(setup, js); err != nil {
 		return fail(fmt.Errorf("creating streams and buckets: %w", err))
 	}
@@ -148,7 +165,8 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Daemon, error)
 	}
 	sh := &stage.Shared{NC: d.nc, JS: js, Topology: cfg.Topology, Metrics: cfg.Metrics, Tracer: cfg.Tracer, Log: log,
 		Chat: chat, Embedder: emb, Stages: all}
-	var runners []stage.Runner
+	var running []stage.Stage
+	var consumers []stage.Consumer
 	names := map[string]bool{}
 	for _, st := range all {
 		if err := st.Validate(); err != nil {
@@ -166,12 +184,42 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Daemon, error)
 			}
 			continue
 		}
+		running = append(running, st)
+		consumers = append(consumers, st.ConsumersOn(cfg.Topology)...)
+	}
+	if lazy {
+		// Before any stage runs: the consumers of the turns stream at their positions and, after
+		// an unclean stop, what the last run wrote after its last checkpoint rebuilt.
+		rc := cfg.Recovery
+		rc.Topology, rc.DataDir, rc.Consumers = cfg.Topology, cfg.Broker.DataDir, consumers
+		rc.Awaiting = func() []session.Key {
+			if in := d.ingest.Load(); in != nil {
+				return in.Awaiting()
+			}
+			return nil
+		}
+		if d.recovery, err = recovery.New(setup, rc, js, log); err != nil {
+			return fail(err)
+		}
+		sh.Sync = d.recovery.Sync
+		rp, err := newReplayer(ctx, cfg, "", true, js, log)
+		if err != nil {
+			return fail(err)
+		}
+		if d.recovered, err = d.recovery.Prepare(ctx, b.StartedClean(), rp); err != nil {
+			return fail(fmt.Errorf("recovering after the last run: %w", err))
+		}
+		log.Info().Bool("clean", d.recovered.Clean).Bool("first", d.recovered.First).Int("sessions_rebuilt", d.recovered.Sessions).
+			Dur("took", d.recovered.Took).Msg("lazy persistence: the turns synced, derived memory checkpointed")
+	}
+	var runners []stage.Runner
+	for _, st := range running {
 		r, err := st.Build(setup, sh)
 		if err != nil {
 			return fail(err)
 		}
 		if in, ok := r.(*ingest.Worker); ok {
-			d.ingest = in
+			d.ingest.Store(in)
 		}
 		runners = append(runners, r)
 	}
@@ -189,18 +237,46 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Daemon, error)
 	for _, r := range runners {
 		g.Go(func() error { return r.Run(gctx) })
 	}
+	checkpoints := make(chan struct{})
+	if d.recovery != nil {
+		go func() {
+			defer close(checkpoints)
+			_ = d.recovery.Run(gctx)
+		}()
+	} else {
+		close(checkpoints)
+	}
 	go func() {
 		err := g.Wait()
 		if err != nil && !errors.Is(err, context.Canceled) {
 			d.err = err
 			log.Error().Err(err).Msg("worker failed")
 		}
+		<-checkpoints
+		clean := false
+		if d.recovery != nil {
+			// Every stage drained: the checkpoint of a clean stop, then the server's shutdown
+			// syncs the rest and marks the directory.
+			sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			if err := d.recovery.Stop(sctx); err != nil {
+				log.Error().Err(err).Msg("the checkpoint of the clean stop failed: the next start rebuilds what this run wrote since its last checkpoint")
+			} else {
+				clean = true
+			}
+			cancel()
+		}
 		if err := d.nc.Drain(); err != nil {
 			log.Debug().Err(err).Msg("draining connection")
 			d.nc.Close()
 		}
 		<-closed
-		b.Shutdown()
+		if clean {
+			if err := b.ShutdownClean(); err != nil {
+				log.Error().Err(err).Msg("marking the data directory as stopped cleanly failed: the next start rebuilds what this run wrote since its last checkpoint")
+			}
+		} else {
+			b.Shutdown()
+		}
 		close(d.done)
 	}()
 	log.Info().Str("url", b.ClientURL()).Str("data", cfg.Broker.DataDir).Msg("memoryd running")
@@ -214,7 +290,44 @@ func (d *Daemon) Conn() *nats.Conn { return d.nc }
 func (d *Daemon) URL() string { return d.broker.ClientURL() }
 
 // Ingest exposes the ingest worker (for its statistics).
-func (d *Daemon) Ingest() *ingest.Worker { return d.ingest }
+func (d *Daemon) Ingest() *ingest.Worker { return d.ingest.Load() }
+
+// Recovered says what the start did to recover from the last run with lazy persistence (package
+// recovery), and false without lazy persistence.
+func (d *Daemon) Recovered() (recovery.Report, bool) { return d.recovered, d.recovery != nil }
+
+// Checkpoint takes a checkpoint of lazy persistence now (package recovery); it fails without
+// lazy persistence.
+func (d *Daemon) Checkpoint(ctx context.Context) (recovery.Checkpoint, error) {
+	if d.recovery == nil {
+		return recovery.Checkpoint{}, errors.New("daemon: no lazy persistence (--durability sync with one replica and no archive limits)")
+	}
+	return d.recovery.Checkpoint(ctx)
+}
+
+// lazyPersistence decides whether the daemon persists derived memory lazily: with the default
+// durability, one replica and no archive limits (a rebuild replays the archive, which must hold
+// every turn), and on a data directory that had it before (its recovery bucket exists: its
+// derived streams are asynchronous, which nats-server cannot change).
+func lazyPersistence(ctx context.Context, cfg Config, js jetstream.JetStream) (bool, error) {
+	dur, err := broker.ParseDurability(string(cfg.Broker.Durability))
+	if err != nil {
+		return false, err
+	}
+	t := cfg.Topology
+	if dur == broker.DurabilitySync && t.Replicas == 1 && t.Storage == jetstream.FileStorage &&
+		t.ArchiveMaxAge == 0 && t.ArchiveMaxBytes == 0 {
+		return true, nil
+	}
+	_, err = js.KeyValue(ctx, t.RecoveryBucket())
+	switch {
+	case errors.Is(err, jetstream.ErrBucketNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("looking for the recovery bucket: %w", err)
+	}
+	return true, nil
+}
 
 // Stop drains every worker, then shuts the server down, and waits for all of it.
 func (d *Daemon) Stop() error {

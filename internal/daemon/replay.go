@@ -19,6 +19,12 @@ import (
 // ("" rebuilds into cfg's own buckets, for an empty system). It creates the target buckets, no
 // streams and no consumers.
 func NewReplayer(ctx context.Context, cfg Config, into string, js jetstream.JetStream, log zerolog.Logger) (*ingest.Replayer, error) {
+	return newReplayer(ctx, cfg, into, false, js, log)
+}
+
+// newReplayer is NewReplayer; withEvents makes the replay publish the events the live pipeline
+// publishes (ingest.Replayer.WithEvents): memoryd's rebuild after an unclean stop.
+func newReplayer(ctx context.Context, cfg Config, into string, withEvents bool, js jetstream.JetStream, log zerolog.Logger) (*ingest.Replayer, error) {
 	if cfg.Topology.Prefix == "" {
 		cfg.Topology = events.DefaultTopology()
 	}
@@ -55,10 +61,14 @@ func NewReplayer(ctx context.Context, cfg Config, into string, js jetstream.JetS
 		return nil, err
 	}
 	ecfg := cfg.Extract
-	ecfg.Topology, ecfg.NoConsumers = topo, true
+	ecfg.Topology, ecfg.NoConsumers, ecfg.Events = topo, true, withEvents
 	ex, err := extract.New(ctx, ecfg, js, extChat, model, log)
 	if err != nil {
 		return nil, err
 	}
-	return ingest.NewReplayer(in, cp, ex), nil
+	rp := ingest.NewReplayer(in, cp, ex)
+	if withEvents {
+		rp.WithEvents(cp)
+	}
+	return rp, nil
 }

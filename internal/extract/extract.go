@@ -72,8 +72,12 @@ type Config struct {
 	// Backoff is the redelivery delay after the n-th failed attempt (default worker.Backoff).
 	Backoff func(n uint64) time.Duration
 	// NoConsumers builds an extractor for direct Extract calls (a replay) without its consumers
-	// and without publishing fact events; Run must not be called then.
+	// and without publishing fact events (unless Events); Run must not be called then.
 	NoConsumers bool
+	// Events makes an extractor built with NoConsumers publish its fact events all the same: a
+	// replay into the live buckets that stands for the live pipeline (package recovery's
+	// rebuild).
+	Events bool
 	// Metrics records extraction runs and fact changes; nil records nothing.
 	Metrics *metrics.Metrics
 	// Tracer makes a span of every extraction (child of the trigger's traceparent, linked to
@@ -82,6 +86,17 @@ type Config struct {
 	// ForgetWaits are the consumers that may still write a user's data after a forget began
 	// (stage.ForgetWaits): a forget waits until each has acknowledged what its stream held then.
 	ForgetWaits []stage.Consumer
+	// Sync, when not nil, makes every write acknowledged so far durable (stage.Shared.Sync): a
+	// user's forget calls it before it answers.
+	Sync func(ctx context.Context) error
+}
+
+// ApplyEdit makes edit e of a user's facts again (a replay of its record in the turns stream;
+// the forget service made it live): forget.Service.ApplyEdit, publishing fact events as the
+// extractor does. It fails as that does.
+func (w *Worker) ApplyEdit(ctx context.Context, tenant string, e events.Edit) error {
+	_, _, err := w.forget.ApplyEdit(ctx, tenant, e)
+	return err
 }
 
 // errNotApplied: ingest has not decided the session up to the trigger yet.
@@ -162,7 +177,8 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 	for _, c := range cfg.ForgetWaits {
 		waits = append(waits, forget.Consumer{Stream: c.Stream, Name: c.Name()})
 	}
-	fs, err := forget.New(forget.Config{Topology: topo, Source: cfg.Source, Tokenizer: cfg.Tokenizer, Waits: waits, Metrics: cfg.Metrics},
+	fs, err := forget.New(forget.Config{Topology: topo, Source: cfg.Source, Tokenizer: cfg.Tokenizer, Waits: waits, Metrics: cfg.Metrics,
+		NoEvents: cfg.NoConsumers && !cfg.Events, Sync: cfg.Sync},
 		js, forget.Stores{Long: store, Sessions: sessions, Usage: us, Vectors: vs}, log.With().Str("component", "forget").Logger())
 	if err != nil {
 		return nil, err
@@ -555,7 +571,7 @@ func (w *Worker) announce(ctx context.Context, tenant, user string, ch longterm.
 }
 
 func (w *Worker) publishFact(ctx context.Context, tenant, user, id, op string, f longterm.Fact) error {
-	if w.cfg.NoConsumers {
+	if w.cfg.NoConsumers && !w.cfg.Events {
 		return nil // a replay publishes no events
 	}
 	msg, err := events.NewMsg(ctx, tenant, user, id, events.TypeFact, w.cfg.Source, f.ValidFrom, events.FactEvent{Op: op, Fact: f.Event()})

@@ -28,8 +28,8 @@ func Consumers(t events.Topology) []stage.Consumer {
 		}
 	}
 	return []stage.Consumer{
-		{Stream: t.TurnsStream(), Config: cc(EndConsumerName(t), "agentmem extractors: session ends ingest applied", "memory.ended.*.*", 1024)},
-		{Stream: t.SummaryStream(), Config: cc(SummaryConsumerName(t), "agentmem extractors: summaries", "*.memory.summaries.*.*", 256)},
+		{Stream: t.TurnsStream(), Config: cc(EndConsumerName(t), "agentmem extractors: session ends ingest applied", "memory.ended.*.*", 1024), Rebuilt: true},
+		{Stream: t.SummaryStream(), Config: cc(SummaryConsumerName(t), "agentmem extractors: summaries", "*.memory.summaries.*.*", 256), Rebuilt: true},
 	}
 }
 
@@ -43,7 +43,7 @@ func Stage(cfg Config) stage.Stage {
 		Services:  []string{ServiceName},
 		Build: func(ctx context.Context, sh *stage.Shared) (stage.Runner, error) {
 			cfg := cfg
-			cfg.Topology, cfg.Metrics, cfg.Tracer = sh.Topology, sh.Metrics, sh.Tracer
+			cfg.Topology, cfg.Metrics, cfg.Tracer, cfg.Sync = sh.Topology, sh.Metrics, sh.Tracer, sh.Sync
 			if cfg.ForgetWaits == nil {
 				cfg.ForgetWaits = stage.ForgetWaits(sh.Topology, sh.Stages...)
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/micro"
+	"github.com/nats-io/nuid"
 
 	"github.com/agentmem/agentmem/internal/fact"
 	"github.com/agentmem/agentmem/internal/graph"
@@ -100,55 +101,93 @@ func (s *Service) serve(ctx context.Context, req micro.Request) {
 }
 
 // Fact deletes one fact (op "deleted") or, when fr has content, corrects it (a new fact
-// supersedes it), and publishes the fact events of the change. It fails with longterm.ErrNotFound
+// supersedes it), publishes the fact events of the change and records the edit in the turns
+// stream (events.Edit), from which a replay makes it again. It fails with longterm.ErrNotFound
 // for a fact the user does not have, and with an *events.FieldError for a correction that states
 // the fact as it is.
 func (s *Service) Fact(ctx context.Context, tenant string, fr events.ForgetRequest) (events.ForgetReply, error) {
-	now := time.Now().UTC()
-	if fr.Content == "" {
-		f, changed, err := s.long.DeleteFact(ctx, tenant, fr.User, fr.FactID, now)
+	e := events.Edit{Op: events.EditDeleteFact, User: fr.User, FactID: fr.FactID, At: time.Now().UTC()}
+	if fr.Content != "" {
+		e.Op, e.NewID, e.Content, e.Tokens = events.EditCorrectFact, fact.ID(tenant, fr.User, fr.Content), fr.Content, s.counter.Count(fr.Content)
+	}
+	res, changed, err := s.ApplyEdit(ctx, tenant, e)
+	if err != nil || !changed {
+		return res, err
+	}
+	if err := s.record(ctx, tenant, e); err != nil {
+		return events.ForgetReply{}, err
+	}
+	return res, nil
+}
+
+// ApplyEdit makes edit e of a user's facts (Fact's, or a replay's of the edit's record) and
+// publishes the fact events of the change (unless Config.NoEvents). changed is false when there
+// was nothing to change (a fact deleted already). It fails as Fact does.
+func (s *Service) ApplyEdit(ctx context.Context, tenant string, e events.Edit) (res events.ForgetReply, changed bool, err error) {
+	if err := e.Validate(); err != nil {
+		return events.ForgetReply{}, false, err
+	}
+	if e.Op == events.EditDeleteFact {
+		f, changed, err := s.long.DeleteFact(ctx, tenant, e.User, e.FactID, e.At)
 		if err != nil {
-			return events.ForgetReply{}, err
+			return events.ForgetReply{}, false, err
 		}
 		if changed {
 			s.cfg.Metrics.Facts("deleted", 1)
 			// A live fact's relation ends with it (a superseded one's ended already).
 			if f.SupersededBy == "" {
-				if _, err := graph.WriteEdit(ctx, s.long, f, true, "deletion", now); err != nil {
-					return events.ForgetReply{}, fmt.Errorf("ending the deleted fact's relation: %w", err)
+				if _, err := graph.WriteEdit(ctx, s.long, f, true, "deletion", e.At); err != nil {
+					return events.ForgetReply{}, false, fmt.Errorf("ending the deleted fact's relation: %w", err)
 				}
 			}
-			if err := s.publishFact(ctx, tenant, fr.User, "fact-deleted-"+f.ID, events.FactDeleted, f); err != nil {
-				return events.ForgetReply{}, err
+			if err := s.publishFact(ctx, tenant, e.User, "fact-deleted-"+f.ID, events.FactDeleted, f); err != nil {
+				return events.ForgetReply{}, false, err
 			}
 		}
-		return events.ForgetReply{Forgotten: map[string]int{"facts": 1}}, nil
+		return events.ForgetReply{Forgotten: map[string]int{"facts": 1}}, changed, nil
 	}
-	newID := fact.ID(tenant, fr.User, fr.Content)
-	nf, old, err := s.long.Correct(ctx, tenant, fr.User, fr.FactID, newID, fr.Content, s.counter.Count(fr.Content), now)
+	nf, old, err := s.long.Correct(ctx, tenant, e.User, e.FactID, e.NewID, e.Content, e.Tokens, e.At)
 	if errors.Is(err, longterm.ErrSameContent) {
-		return events.ForgetReply{}, &events.FieldError{Field: "content", Message: fmt.Sprintf("states fact %q as it is: nothing to correct", fr.FactID)}
+		return events.ForgetReply{}, false, &events.FieldError{Field: "content", Message: fmt.Sprintf("states fact %q as it is: nothing to correct", e.FactID)}
 	}
 	if err != nil {
-		return events.ForgetReply{}, err
+		return events.ForgetReply{}, false, err
 	}
 	s.cfg.Metrics.Facts("corrected", 1)
 	// The graph follows: the relation the correction states supersedes the corrected one's.
-	if _, err := graph.WriteEdit(ctx, s.long, nf, false, "correction", now); err != nil {
-		return events.ForgetReply{}, fmt.Errorf("writing the corrected relation: %w", err)
+	if _, err := graph.WriteEdit(ctx, s.long, nf, false, "correction", e.At); err != nil {
+		return events.ForgetReply{}, false, fmt.Errorf("writing the corrected relation: %w", err)
 	}
-	if err := s.publishFact(ctx, tenant, fr.User, "fact-added-"+nf.ID, events.FactAdded, nf); err != nil {
-		return events.ForgetReply{}, err
+	if err := s.publishFact(ctx, tenant, e.User, "fact-added-"+nf.ID, events.FactAdded, nf); err != nil {
+		return events.ForgetReply{}, false, err
 	}
-	if err := s.publishFact(ctx, tenant, fr.User, "fact-superseded-"+old.ID+"-"+nf.ID, events.FactSuperseded, old); err != nil {
-		return events.ForgetReply{}, err
+	if err := s.publishFact(ctx, tenant, e.User, "fact-superseded-"+old.ID+"-"+nf.ID, events.FactSuperseded, old); err != nil {
+		return events.ForgetReply{}, false, err
 	}
 	ev := nf.Event()
-	return events.ForgetReply{Forgotten: map[string]int{"facts": 0}, Fact: &ev}, nil
+	return events.ForgetReply{Forgotten: map[string]int{"facts": 0}, Fact: &ev}, true, nil
 }
 
-// publishFact publishes a fact event of a change Fact made.
+// record stores edit e in the turns stream (synced with the turns), after it was made and
+// before it is answered.
+func (s *Service) record(ctx context.Context, tenant string, e events.Edit) error {
+	msg, err := events.NewMsg(ctx, tenant, e.User, "edit-"+nuid.Next(), events.TypeEdit, s.cfg.Source, e.At, e)
+	if err != nil {
+		return err
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := s.js.PublishMsg(pctx, msg); err != nil {
+		return fmt.Errorf("recording the edit: %w", err)
+	}
+	return nil
+}
+
+// publishFact publishes a fact event of a change ApplyEdit made (none with Config.NoEvents).
 func (s *Service) publishFact(ctx context.Context, tenant, user, id, op string, f longterm.Fact) error {
+	if s.cfg.NoEvents {
+		return nil
+	}
 	msg, err := events.NewMsg(ctx, tenant, user, id, events.TypeFact, s.cfg.Source, f.ValidFrom, events.FactEvent{Op: op, Fact: f.Event()})
 	if err != nil {
 		return err

@@ -63,6 +63,12 @@ type Config struct {
 	Parts []Part
 	// Metrics counts refused requests and fact changes; nil counts nothing.
 	Metrics *metrics.Metrics
+	// NoEvents publishes no fact events (a replay's ApplyEdit into buckets of its own).
+	NoEvents bool
+	// Sync, when not nil, makes every write acknowledged so far durable (memoryd's lazy
+	// persistence: package recovery): a user's forget calls it before it answers, so that what
+	// it removed stays removed after a power cut.
+	Sync func(ctx context.Context) error
 }
 
 // Stores are the stores forget reads and empties; each must be bound to Config.Topology.
@@ -127,7 +133,8 @@ func New(cfg Config, js jetstream.JetStream, st Stores, log zerolog.Logger) (*Se
 // fact events, dead letters, usage counters, facts, summaries, the session index and the user's
 // vectors (purged, history included); it does so twice, the second time after the grace and
 // after the consumers of Config.Waits finished what they had in flight (awaitConsumers), then
-// announces it with a "forgotten" fact event. It returns counts of what it removed.
+// makes it durable (Config.Sync) and announces it with a "forgotten" fact event. It returns
+// counts of what it removed.
 func (s *Service) Forget(ctx context.Context, tenant, user string) (map[string]int, error) {
 	if err := events.ValidateToken("tenant", tenant); err != nil {
 		return nil, err
@@ -162,6 +169,11 @@ func (s *Service) Forget(ctx context.Context, tenant, user string) (map[string]i
 	}
 	if err := s.pass(ctx, tenant, user, counts); err != nil {
 		return counts, err
+	}
+	if s.cfg.Sync != nil {
+		if err := s.cfg.Sync(ctx); err != nil {
+			return counts, fmt.Errorf("making the forget durable: %w", err)
+		}
 	}
 	msg, err := events.NewMsg(ctx, tenant, user, "forgotten-"+strconv.FormatInt(time.Now().UnixNano(), 36), events.TypeFact, s.cfg.Source, time.Now(),
 		events.FactEvent{Op: events.FactForgotten, Fact: events.Fact{ID: "user:" + user}})

@@ -42,7 +42,7 @@ func (p sessionPart) Forget(ctx context.Context, u User, counts map[string]int) 
 
 // streamPart is the archive's: each session's messages in the turns, summary, pressure and dead
 // letter streams, its end announcements and its compressions' LLM answers (memo bucket), then the
-// user's fact events.
+// user's fact events and the records of the user's edits.
 type streamPart struct {
 	js   jetstream.JetStream
 	topo events.Topology
@@ -81,6 +81,12 @@ func (p streamPart) Forget(ctx context.Context, u User, counts map[string]int) e
 		return err
 	}
 	counts["fact_events"] += int(n)
+	// The records of the user's edits of their facts (not counted).
+	if edits, err := events.EditSubject(u.Tenant, u.User); err == nil {
+		if _, err := archive.Purge(ctx, p.js, topo.TurnsStream(), edits); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

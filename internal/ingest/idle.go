@@ -63,6 +63,23 @@ func (t *idleTracker) counts() (open, awaiting int) {
 	return open, awaiting
 }
 
+// awaiting lists the sessions of the partitions this process owns that wait for a summary.
+func (t *idleTracker) awaiting() []session.Key {
+	owned := map[int]bool{}
+	for _, p := range t.w.Owned() {
+		owned[p] = true
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []session.Key
+	for k, s := range t.open {
+		if !s.awaitingSince.IsZero() && (s.partition < 0 || owned[s.partition]) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // touch records a committed header.
 func (t *idleTracker) touch(h session.Header) {
 	k := session.Key{Tenant: h.Tenant, Session: h.Session}

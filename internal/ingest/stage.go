@@ -101,8 +101,8 @@ func SummaryConsumerConfig(t events.Topology, p int) jetstream.ConsumerConfig {
 func Consumers(t events.Topology) []stage.Consumer {
 	var out []stage.Consumer
 	for p := range t.Partitions {
-		out = append(out, stage.Consumer{Stream: t.TurnsStream(), Config: TurnsConsumerConfig(t, p)},
-			stage.Consumer{Stream: t.SummaryStream(), Config: SummaryConsumerConfig(t, p)})
+		out = append(out, stage.Consumer{Stream: t.TurnsStream(), Config: TurnsConsumerConfig(t, p), Rebuilt: true},
+			stage.Consumer{Stream: t.SummaryStream(), Config: SummaryConsumerConfig(t, p), Rebuilt: true})
 	}
 	return append(out, stage.Consumer{Stream: t.TurnsStream(), Config: MalformedConsumerConfig(t)})
 }

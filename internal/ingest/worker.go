@@ -170,6 +170,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	return err
 }
 
+// Awaiting lists the sessions of the partitions this process owns that wait for a summary: those
+// whose pressure event it emits again after Config.RepressureAfter (package recovery counts them
+// as work in flight).
+func (w *Worker) Awaiting() []session.Key { return w.idle.awaiting() }
+
 // Owns reports whether this process consumes partition p now.
 func (w *Worker) Owns(p int) bool {
 	if m := w.members.Load(); m != nil {

@@ -262,3 +262,26 @@ func TestForgetRemovesTheGraph(t *testing.T) {
 		t.Errorf("after forget: %+v", recs)
 	}
 }
+
+// Reset removes a user's graph with the user's facts: a rebuild replays it as it replays them.
+func TestResetRemovesTheGraph(t *testing.T) {
+	store, _ := open(t)
+	ctx := context.Background()
+	if _, _, err := store.PutEntity(ctx, longterm.Entity{ID: facts.EntityID("acme", "alice", "Anna"), Tenant: "acme", User: "alice",
+		Name: "Anna", Type: longterm.EntityPerson, FirstSeen: t0, LastSeen: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.AddEdge(ctx, edge("acme", "sister", "Anna", t0, "t1")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := store.Reset(ctx, "acme", "alice"); err != nil || n != 3 { // the entity, the edge, its slot
+		t.Fatalf("Reset removed %d messages, %v; want 3", n, err)
+	}
+	recs, err := store.User(ctx, "acme", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs.Entities) != 0 || len(recs.Edges) != 0 {
+		t.Fatalf("after Reset alice has %d entities and %d edges; want none", len(recs.Entities), len(recs.Edges))
+	}
+}

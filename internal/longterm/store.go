@@ -840,6 +840,23 @@ func (s *Store) Forget(ctx context.Context, tenant, user string) (uint64, error)
 	return n, nil
 }
 
+// Reset removes a user's facts, stable-key slots, session index and graph (entities, aliases,
+// edges and their relation slots), history included, so that a replay of the user's sessions
+// rebuilds them (package recovery, after an unclean stop). The user's summaries stay: a
+// summary's id is derived from the turns it covers, so the replay's compression of those turns
+// finds it and asks no model again. It returns how many messages it removed.
+func (s *Store) Reset(ctx context.Context, tenant, user string) (uint64, error) {
+	var n uint64
+	for _, kind := range []string{kindFact, kindSlot, kindSession, kindEntity, kindAlias, kindEdge, kindRelSlot} {
+		m, err := archive.PurgeKV(ctx, s.js, s.bucket, userPrefix(tenant, user)+kind+".>")
+		if err != nil {
+			return n, err
+		}
+		n += m
+	}
+	return n, nil
+}
+
 // ErrSameContent is returned by Correct for a correction that states the fact as it is.
 var ErrSameContent = errors.New("longterm: the correction states the fact as it is")
 

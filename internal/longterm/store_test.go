@@ -190,6 +190,47 @@ func TestSummariesSessionsAndForget(t *testing.T) {
 	}
 }
 
+// Reset removes a user's facts (and their key slots) and session index, and keeps the user's
+// summaries and everything of other users: what a rebuild replays the user's sessions into.
+func TestResetKeepsSummaries(t *testing.T) {
+	store, _ := open(t)
+	ctx := context.Background()
+	if _, err := store.PutSummary(ctx, longterm.Summary{ID: "sum_1", Tenant: "acme", User: "alice", Session: "s1", Content: "…", Timestamp: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.TouchSession(ctx, "acme", "alice", "s1", t0, t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.AddFact(ctx, fact("f1", "The user lives in Paris", "user.city", t0, "t1")); err != nil {
+		t.Fatal(err)
+	}
+	bob := fact("f2", "Bob likes Rust", "", t0, "t2")
+	bob.User = "bob"
+	if _, err := store.AddFact(ctx, bob); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := store.Reset(ctx, "acme", "alice"); err != nil || n != 3 { // the fact, its key's slot, the index
+		t.Fatalf("Reset removed %d messages, %v; want 3", n, err)
+	}
+	recs, err := store.User(ctx, "acme", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs.Facts) != 0 || len(recs.Sessions) != 0 || len(recs.Summaries) != 1 {
+		t.Fatalf("after Reset alice has %d facts, %d sessions, %d summaries; want 0, 0, 1", len(recs.Facts), len(recs.Sessions), len(recs.Summaries))
+	}
+	// The key's slot went with the fact: the same fact stored again holds the key again.
+	if _, err := store.AddFact(ctx, fact("f1", "The user lives in Paris", "user.city", t0, "t1")); err != nil {
+		t.Fatal(err)
+	}
+	if live := liveContents(t, store); !slices.Equal(live, []string{"The user lives in Paris"}) {
+		t.Fatalf("live after storing the fact again: %v", live)
+	}
+	if _, err := store.Fact(ctx, "acme", "bob", "f2"); err != nil {
+		t.Fatalf("bob's fact went with alice's reset: %v", err)
+	}
+}
+
 // liveContents lists the contents of the user's live facts.
 func liveContents(t *testing.T, store *longterm.Store) []string {
 	t.Helper()

@@ -2,6 +2,7 @@ package session_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -82,5 +83,48 @@ func TestForgetTombstonesAndPurgesChunks(t *testing.T) {
 	}
 	if n, err := store.Forget(ctx, "acme", []string{"s1"}); err != nil || n != 0 {
 		t.Fatalf("Forget again: %d, %v; want 0 sessions with chunks", n, err)
+	}
+}
+
+// Reset removes a session's header and chunks, history included, and leaves the other sessions
+// and a forgotten session's tombstone alone.
+func TestResetRemovesHeaderAndChunksButNotTombstones(t *testing.T) {
+	store, _ := newStore(t)
+	ctx := context.Background()
+	for _, sess := range []string{"s1", "s2", "s3"} {
+		s, err := store.Load(ctx, session.Key{Tenant: "acme", Session: sess}, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 { // three commits: three chunks and three header revisions
+			s.Add(entry(fmt.Sprintf("%s-t%d", sess, i), "user", 10, uint64(i+1)), 100, "alice")
+			s.Advance(uint64(i+1), time.Now())
+			if _, err := store.Commit(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := store.Forget(ctx, "acme", []string{"s3"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, sess := range []string{"s1", "s3", "never"} {
+		forgotten, err := store.Reset(ctx, session.Key{Tenant: "acme", Session: sess})
+		if err != nil || forgotten != (sess == "s3") {
+			t.Fatalf("Reset(%s): tombstone %t, %v", sess, forgotten, err)
+		}
+	}
+	if _, _, err := store.Header(ctx, session.Key{Tenant: "acme", Session: "s1"}); !errors.Is(err, session.ErrNotFound) {
+		t.Fatalf("s1's header after Reset: %v, want ErrNotFound", err)
+	}
+	st, err := store.Load(ctx, session.Key{Tenant: "acme", Session: "s1"}, 100)
+	if err != nil || st.Revision() != 0 || len(st.Short.Entries()) != 0 {
+		t.Fatalf("s1 after Reset: revision %d, %d entries, %v; want nothing", st.Revision(), len(st.Short.Entries()), err)
+	}
+	if h, _, err := store.Header(ctx, session.Key{Tenant: "acme", Session: "s3"}); err != nil || h.Forgotten.IsZero() {
+		t.Fatalf("s3's tombstone after Reset: %+v, %v", h, err)
+	}
+	st, err = store.Load(ctx, session.Key{Tenant: "acme", Session: "s2"}, 100)
+	if err != nil || len(st.Short.Entries()) != 3 {
+		t.Fatalf("s2, not reset: %d entries, %v; want 3", len(st.Short.Entries()), err)
 	}
 }

@@ -28,13 +28,17 @@ import (
 // its header.
 //
 // An atomic batch costs a few syncs of its own (nats-server stages it in a store of its own), so
-// a group smaller than events.MinAtomicBatch is written commit by commit, concurrently, as before.
+// a group smaller than events.MinAtomicBatch is written commit by commit, concurrently, as before;
+// so is every group when the buckets are persisted lazily (events.Topology.Lazy), where a write
+// syncs nothing and nats-server allows no atomic batch.
 // When a batch is refused (a header another writer changed, a bucket or server without atomic
 // batches, a timeout) the group's writes are made one commit at a time instead, so that each
 // commit gets its own outcome (ErrConflict for the one another writer got to first).
 
 type committer struct {
-	st      *Store
+	st *Store
+	// batches: the buckets allow atomic batches (not when persisted lazily).
+	batches bool
 	mu      sync.Mutex
 	busy    bool
 	pending []*commitReq
@@ -98,7 +102,7 @@ func (c *committer) write(group []*commitReq) {
 			close(r.done)
 		}
 	}()
-	if len(group) < events.MinAtomicBatch || !c.writeAtomic(group) {
+	if !c.batches || len(group) < events.MinAtomicBatch || !c.writeAtomic(group) {
 		var wg sync.WaitGroup
 		for _, r := range group {
 			wg.Go(func() { r.rev, r.err = c.st.writeCommit(r) })

@@ -56,8 +56,29 @@ func NewStore(ctx context.Context, js jetstream.JetStream, topo events.Topology)
 		return nil, fmt.Errorf("binding bucket %q: %w", topo.ChunkBucket(), err)
 	}
 	st := &Store{js: js, headers: h, chunks: c, turns: topo.TurnsStream(), now: time.Now}
-	st.group = &committer{st: st}
+	batches, err := atomicBatches(ctx, h, c)
+	if err != nil {
+		return nil, err
+	}
+	st.group = &committer{st: st, batches: batches}
 	return st, nil
+}
+
+// atomicBatches reports whether every one of the buckets allows atomic batches: a bucket
+// persisted lazily (events.Topology.Lazy) does not, and there commits are written one by one,
+// which syncs nothing.
+func atomicBatches(ctx context.Context, kvs ...jetstream.KeyValue) (bool, error) {
+	for _, kv := range kvs {
+		st, err := kv.Status(ctx)
+		if err != nil {
+			return false, fmt.Errorf("reading bucket %q: %w", kv.Bucket(), err)
+		}
+		bs, ok := st.(*jetstream.KeyValueBucketStatus)
+		if !ok || !bs.StreamInfo().Config.AllowAtomicPublish {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // Instrument returns a copy of st that reports the corrupt values it reads to r.
@@ -455,6 +476,29 @@ func (st *Store) Forget(ctx context.Context, tenant string, sessions []string) (
 		}
 	}
 	return n, nil
+}
+
+// Reset removes a session's short-term state so that a replay of its turns rebuilds it (package
+// recovery, after an unclean stop): its header and chunks are purged, history included. A
+// forgotten session's tombstone stays, with its watermark, as the replay must skip what the
+// forget removed. It reports whether the session was a tombstone.
+func (st *Store) Reset(ctx context.Context, key Key) (bool, error) {
+	entry, err := st.headers.Get(ctx, key.String())
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+	case err != nil:
+		return false, fmt.Errorf("reading the header of %q: %w", key, err)
+	case tombstone(entry.Value()):
+		return true, nil
+	default:
+		if _, err := archive.PurgeKV(ctx, st.js, st.headers.Bucket(), key.String()); err != nil {
+			return false, err
+		}
+	}
+	if _, err := archive.PurgeKV(ctx, st.js, st.chunks.Bucket(), key.String()+".>"); err != nil {
+		return false, err
+	}
+	return false, nil
 }
 
 // WatchCommits calls fn with the key of every session whose header is written from now on (a

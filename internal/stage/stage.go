@@ -34,6 +34,11 @@ type Consumer struct {
 	// Forget marks a consumer whose handlers may still write a user's data after a forget of
 	// that user began: forget waits until it has acknowledged what its stream held then.
 	Forget bool
+	// Rebuilt marks a consumer whose work memoryd's rebuild after an unclean stop does itself
+	// for everything it rebuilds (package recovery: ingest's decisions, compressions,
+	// extractions): the consumer starts again after what the rebuild read. A consumer without it
+	// is delivered again from its last checkpointed position (its handlers are idempotent).
+	Rebuilt bool
 }
 
 // Name is the consumer's durable name.
@@ -55,6 +60,11 @@ type Shared struct {
 	// Stages are every stage the deployment has, running here or not (for what one stage
 	// needs to know of the others: ForgetWaits).
 	Stages []Stage
+	// Sync, when not nil, makes every write acknowledged so far durable: memoryd persists what
+	// it derives from the turns lazily (package recovery) and a stage whose answer promises
+	// durability (a user's forget) calls it first. Nil when every write is synced as it is
+	// acknowledged, or as the server is configured.
+	Sync func(ctx context.Context) error
 }
 
 // Runner is a built stage: Run works until ctx is cancelled, then drains.

@@ -148,7 +148,7 @@ func (s *Store) PutPacks(ctx context.Context, packs [][]Vector) []error {
 			writes = append(writes, write{k, PackKey(part[0].Tenant, part[0].User, part[0].Model, nuid.Next()), EncodePack(part)})
 		}
 	}
-	if len(writes) >= events.MinAtomicBatch && len(writes) <= events.MaxAtomicBatch {
+	if s.batches && len(writes) >= events.MinAtomicBatch && len(writes) <= events.MaxAtomicBatch {
 		msgs := make([]*nats.Msg, len(writes))
 		for i, w := range writes {
 			msgs[i] = &nats.Msg{Subject: "$KV." + s.bucket + "." + w.key, Data: w.data, Header: nats.Header{}}

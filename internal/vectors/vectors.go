@@ -227,6 +227,9 @@ type Store struct {
 	js     jetstream.JetStream
 	bucket string
 	rep    *integrity.Reporter
+	// batches: the bucket allows atomic batches (not when persisted lazily,
+	// events.Topology.Lazy, where a write syncs nothing).
+	batches bool
 }
 
 // Open binds the topology's vector bucket, which must exist (events.Topology.Ensure).
@@ -235,7 +238,12 @@ func Open(ctx context.Context, js jetstream.JetStream, topo events.Topology) (*S
 	if err != nil {
 		return nil, err
 	}
-	return &Store{kv: kv, js: js, bucket: topo.VectorBucket()}, nil
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading bucket %q: %w", topo.VectorBucket(), err)
+	}
+	bs, ok := st.(*jetstream.KeyValueBucketStatus)
+	return &Store{kv: kv, js: js, bucket: topo.VectorBucket(), batches: ok && bs.StreamInfo().Config.AllowAtomicPublish}, nil
 }
 
 // Instrument returns a copy of s that reports the corrupt values it reads.

@@ -21,7 +21,7 @@ const (
 type EventAddress struct {
 	Kind   string
 	Tenant string
-	// Key is the session (turns, pressure, summaries, dlq) or the user (facts).
+	// Key is the session (turns, pressure, summaries, dlq, ended) or the user (facts, edits).
 	Key string
 	// Partition is the partition token of a stored subject, -1 when there is none.
 	Partition int
@@ -47,11 +47,11 @@ func ParseEventSubject(subject string) (EventAddress, error) {
 	keyField := "session"
 	switch tokens[1] {
 	case KindTurns, KindPressure, KindSummaries, KindDLQ, KindEnded:
-	case KindFacts:
+	case KindFacts, KindEdits:
 		keyField = "user"
 	default:
 		return EventAddress{}, fmt.Errorf("subject %s: %w", quoteValue(subject),
-			invalidError(fmt.Sprintf("unknown kind %q: want turns, pressure, summaries, facts, dlq or ended", tokens[1])))
+			invalidError(fmt.Sprintf("unknown kind %q: want turns, pressure, summaries, facts, dlq, ended or edits", tokens[1])))
 	}
 	if len(tokens) != 4 {
 		return EventAddress{}, fmt.Errorf("subject %s: %w", quoteValue(subject),

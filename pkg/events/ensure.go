@@ -60,13 +60,15 @@ const MinAtomicBatch = 4
 // stream for instance (a KV bucket's configuration cannot say so); safe for many processes at
 // once (the stream must exist, or be being created: not found is asked again until ctx ends). A
 // server that does not know the setting keeps the stream as it was, and atomic batches
-// sent to it fail (their publishers then write one message at a time).
+// sent to it fail (their publishers then write one message at a time). A stream in the
+// asynchronous persist mode is left as it is: nats-server refuses atomic batches there, and
+// they would save no disk sync.
 func EnableAtomicPublish(ctx context.Context, js jetstream.JetStream, stream string) error {
 	return retry(ctx, func(ctx context.Context) error {
 		s, err := js.Stream(ctx, stream)
 		if err == nil {
 			cfg := s.CachedInfo().Config
-			if cfg.AllowAtomicPublish {
+			if cfg.AllowAtomicPublish || cfg.PersistMode == jetstream.AsyncPersistMode {
 				return nil
 			}
 			cfg.AllowAtomicPublish = true
@@ -102,12 +104,94 @@ func EnsureBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.Key
 		if err != nil {
 			return err
 		}
-		if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok && bucketDiffers(bs.StreamInfo().Config, cfg) {
-			kv, err = js.UpdateKeyValue(ctx, cfg)
+		bs, ok := st.(*jetstream.KeyValueBucketStatus)
+		if !ok || !bucketDiffers(bs.StreamInfo().Config, cfg) {
+			return nil
 		}
+		if mode := bs.StreamInfo().Config.PersistMode; mode != jetstream.DefaultPersistMode {
+			// The KV API would send the default persist mode, which nats-server refuses to change to.
+			sc := bucketStream(cfg)
+			sc.PersistMode = mode
+			if _, err = js.UpdateStream(ctx, sc); err != nil {
+				return err
+			}
+			kv, err = js.KeyValue(ctx, cfg.Bucket)
+			return err
+		}
+		kv, err = js.UpdateKeyValue(ctx, cfg)
 		return err
 	})
 	return kv, err
+}
+
+// EnsureBucketPersist is EnsureBucket with a persist mode: a bucket it creates in
+// jetstream.AsyncPersistMode is written to the operating system and never synced before its
+// acknowledgements (nats-server 2.12+; one replica and file storage only). The KV configuration
+// has no persist mode, so the bucket's stream is created here as the KV API creates it, with the
+// mode set. An existing bucket keeps its persist mode, which nats-server cannot change.
+func EnsureBucketPersist(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig, mode jetstream.PersistModeType) (jetstream.KeyValue, error) {
+	if mode == jetstream.DefaultPersistMode {
+		return EnsureBucket(ctx, js, cfg)
+	}
+	if err := retry(ctx, func(ctx context.Context) error {
+		_, err := js.KeyValue(ctx, cfg.Bucket)
+		if !errors.Is(err, jetstream.ErrBucketNotFound) {
+			return err
+		}
+		sc := bucketStream(cfg)
+		sc.PersistMode = mode
+		_, err = js.CreateStream(ctx, sc)
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			return errTryAgain
+		}
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	return EnsureBucket(ctx, js, cfg)
+}
+
+// bucketStream is the stream configuration nats.go's CreateKeyValue gives a bucket of cfg
+// (without mirrors, sources, republishing or limit markers, which agentmem's buckets do not use).
+func bucketStream(cfg jetstream.KeyValueConfig) jetstream.StreamConfig {
+	history := int64(max(cfg.History, 1))
+	replicas := max(cfg.Replicas, 1)
+	maxBytes, maxMsgSize := cfg.MaxBytes, cfg.MaxValueSize
+	if maxBytes == 0 {
+		maxBytes = -1
+	}
+	if maxMsgSize == 0 {
+		maxMsgSize = -1
+	}
+	dup := 2 * time.Minute
+	if cfg.TTL > 0 && cfg.TTL < dup {
+		dup = cfg.TTL
+	}
+	var compression jetstream.StoreCompression
+	if cfg.Compression {
+		compression = jetstream.S2Compression
+	}
+	return jetstream.StreamConfig{
+		Name:              "KV_" + cfg.Bucket,
+		Description:       cfg.Description,
+		Subjects:          []string{"$KV." + cfg.Bucket + ".>"},
+		MaxMsgsPerSubject: history,
+		MaxBytes:          maxBytes,
+		MaxAge:            cfg.TTL,
+		MaxMsgSize:        maxMsgSize,
+		Storage:           cfg.Storage,
+		Replicas:          replicas,
+		Placement:         cfg.Placement,
+		AllowRollup:       true,
+		DenyDelete:        true,
+		Duplicates:        dup,
+		MaxMsgs:           -1,
+		MaxConsumers:      -1,
+		AllowDirect:       true,
+		Compression:       compression,
+		Discard:           jetstream.DiscardNew,
+		Metadata:          cfg.Metadata,
+	}
 }
 
 // BindBucket binds the KV bucket name, which must exist (Topology.Ensure creates every bucket
@@ -206,10 +290,13 @@ func streamDiffers(have, want jetstream.StreamConfig) bool {
 }
 
 // consumerDiffers reports whether a field agentmem sets (a zero value: the server's default)
-// differs between a consumer's config and want.
+// differs between a consumer's config and want. Where a consumer starts matters only when it is
+// created: one created at a sequence (memoryd's recovery positions the consumers it recreates,
+// package recovery) is what a consumer that wants every message becomes, and is not changed.
 func consumerDiffers(have, want jetstream.ConsumerConfig) bool {
+	positioned := have.DeliverPolicy == jetstream.DeliverByStartSequencePolicy && want.DeliverPolicy == jetstream.DeliverAllPolicy
 	return want.Description != have.Description || want.FilterSubject != have.FilterSubject ||
-		!slices.Equal(want.FilterSubjects, have.FilterSubjects) || want.DeliverPolicy != have.DeliverPolicy ||
+		!slices.Equal(want.FilterSubjects, have.FilterSubjects) || (want.DeliverPolicy != have.DeliverPolicy && !positioned) ||
 		want.AckPolicy != have.AckPolicy || (want.AckWait != 0 && want.AckWait != have.AckWait) ||
 		(want.MaxDeliver != 0 && want.MaxDeliver != have.MaxDeliver) ||
 		(want.MaxAckPending != 0 && want.MaxAckPending != have.MaxAckPending) ||

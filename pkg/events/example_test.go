@@ -118,5 +118,5 @@ func ExampleParseEventSubject() {
 	// kind=pressure tenant=acme key=s1 partition=-1
 	// kind=summaries tenant=acme key=s1 partition=3
 	// kind=facts tenant=acme key=alice partition=-1
-	// error: subject "memory.retrieve.acme": unknown kind "retrieve": want turns, pressure, summaries, facts, dlq or ended
+	// error: subject "memory.retrieve.acme": unknown kind "retrieve": want turns, pressure, summaries, facts, dlq, ended or edits
 }

@@ -33,9 +33,11 @@ func EventSubject(typ, tenant, key string) (string, error) {
 		return FactSubject(tenant, key)
 	case TypeEndApplied:
 		return EndedSubject(tenant, key)
+	case TypeEdit:
+		return EditSubject(tenant, key)
 	}
-	return "", fieldErrorValue("type", typ, fmt.Sprintf("no subject for this type: want %s, %s, %s, %s, %s or %s",
-		TypeTurn, TypeSessionEnded, TypePressure, TypeSummary, TypeFact, TypeEndApplied))
+	return "", fieldErrorValue("type", typ, fmt.Sprintf("no subject for this type: want %s, %s, %s, %s, %s, %s or %s",
+		TypeTurn, TypeSessionEnded, TypePressure, TypeSummary, TypeFact, TypeEndApplied, TypeEdit))
 }
 
 // NewMsg returns the binary-mode message of a new event about (tenant, key), where key is the

@@ -60,6 +60,16 @@ type Topology struct {
 	// TurnsSource, when set, names the turns stream to read instead of <Prefix>_TURNS: a replay
 	// set reads the live archive and writes its own buckets.
 	TurnsSource string
+	// Lazy persists what is derived from the turns stream lazily: the pressure, summary, fact
+	// and dead-letter streams and every bucket but the ingest members' are created in
+	// nats-server's asynchronous persist mode (written to the operating system, never synced
+	// before their acknowledgement), and a small synced recovery bucket (RecoveryBucket) holds
+	// the checkpoints that bound what an unclean stop makes memoryd rebuild (package recovery).
+	// The turns stream, the record, is persisted as the server is configured (synced before each
+	// acknowledgement, with memoryd's default durability). It needs one replica and file
+	// storage (nats-server's asynchronous mode supports nothing else). A stream or bucket created
+	// without it keeps its persist mode: nats-server cannot change it.
+	Lazy bool
 }
 
 var prefixRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
@@ -95,6 +105,8 @@ func (t Topology) Validate() error {
 		return fmt.Errorf("topology: duplicate window %s must be positive", t.DuplicateWindow)
 	case t.ArchiveMaxAge < 0 || t.DeadLetterMaxAge < 0 || t.EventsMaxAge < 0:
 		return errors.New("topology: max ages must not be negative")
+	case t.Lazy && (t.Replicas != 1 || t.Storage != jetstream.FileStorage):
+		return fmt.Errorf("topology: lazy persistence needs one replica and file storage (replicas %d, %s storage)", t.Replicas, t.Storage)
 	}
 	return nil
 }
@@ -139,6 +151,10 @@ func (t Topology) MemoBucket() string { return t.Prefix + "_MEMO" }
 // MemoTTL is how long an LLM answer stays in the memo bucket when its compression never finishes.
 const MemoTTL = 24 * time.Hour
 
+// RecoveryBucket names the KV bucket of recovery checkpoints (Lazy only; package recovery):
+// synced, unlike the lazily persisted buckets whose rebuild it bounds.
+func (t Topology) RecoveryBucket() string { return t.Prefix + "_RECOVERY" }
+
 // VectorBucket names the KV bucket of embeddings: one vector per entry and embedding model, key
 // "<tenant>.<user>.<model token>.<entry token>" (package embedder).
 func (t Topology) VectorBucket() string { return t.Prefix + "_VECTORS" }
@@ -165,6 +181,9 @@ func PartitionedSubject(p int, tenant, session string) string {
 // with a subject transform, "memory.turns.<t>.<s>" stored as "<p>.memory.turns.<t>.<s>". Subjects of
 // any other shape are stored as published so that ingest can dead-letter them with a reason.
 //
+// Beside the turns it keeps agentmem's own announcements of applied session ends (EndedSubjects)
+// and records of users' edits of their facts (EditSubjects), which a replay applies in order.
+//
 // Atomic batch publish is allowed (nats-server 2.12+): a batch of turns is stored all or nothing
 // and, with the server syncing every write (memoryd's default durability), synced to disk once
 // for the whole batch instead of once per turn. The HTTP gateway publishes its batches so.
@@ -172,7 +191,7 @@ func (t Topology) TurnsStreamConfig() jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:        t.TurnsStream(),
 		Description: "agentmem turns (the archive), partitioned by tenant and session",
-		Subjects:    []string{TurnsSubjects, EndedSubjects},
+		Subjects:    []string{TurnsSubjects, EndedSubjects, EditSubjects},
 		SubjectTransform: &jetstream.SubjectTransformConfig{
 			Source:      "memory.turns.*.*",
 			Destination: fmt.Sprintf("{{partition(%d,1,2)}}.memory.turns.{{wildcard(1)}}.{{wildcard(2)}}", t.Partitions),
@@ -190,8 +209,17 @@ func (t Topology) TurnsStreamConfig() jetstream.StreamConfig {
 	}
 }
 
+// persist is the persist mode of a stream or bucket derived from the turns stream.
+func (t Topology) persist() jetstream.PersistModeType {
+	if t.Lazy {
+		return jetstream.AsyncPersistMode
+	}
+	return jetstream.DefaultPersistMode
+}
+
 func (t Topology) eventStream(name, desc, subjects string, maxAge time.Duration) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
+		PersistMode: t.persist(),
 		Name:        name,
 		Description: desc,
 		Subjects:    []string{subjects},
@@ -301,18 +329,32 @@ func (t Topology) Ensure(ctx context.Context, js jetstream.JetStream) error {
 }
 
 // EnsureBuckets creates or updates the KV buckets of t only (a replay set, which shares the live
-// streams' subjects and so has no streams of its own).
+// streams' subjects and so has no streams of its own). With Lazy the buckets are created in the
+// asynchronous persist mode and the recovery bucket is created too.
 func (t Topology) EnsureBuckets(ctx context.Context, js jetstream.JetStream) error {
 	if err := t.Validate(); err != nil {
 		return err
 	}
 	for _, kc := range t.BucketConfigs() {
-		if _, err := EnsureBucket(ctx, js, kc); err != nil {
+		if _, err := EnsureBucketPersist(ctx, js, kc, t.persist()); err != nil {
 			return fmt.Errorf("creating bucket %q: %w", kc.Bucket, err)
 		}
 	}
+	if t.Lazy {
+		rc := jetstream.KeyValueConfig{
+			Bucket:      t.RecoveryBucket(),
+			Description: "agentmem recovery checkpoints: what an unclean stop makes memoryd rebuild from the turns stream",
+			History:     1,
+			Storage:     t.Storage,
+			Replicas:    t.Replicas,
+		}
+		if _, err := EnsureBucket(ctx, js, rc); err != nil {
+			return fmt.Errorf("creating bucket %q: %w", rc.Bucket, err)
+		}
+	}
 	// The embedder writes the vector packs of a batch as one atomic batch, ingest the sessions it
-	// commits together (one disk sync each instead of one per write).
+	// commits together (one disk sync each instead of one per write). A bucket persisted lazily
+	// syncs nothing before its acknowledgements, and nats-server allows no atomic batch there.
 	for _, b := range []string{t.VectorBucket(), t.SessionBucket(), t.ChunkBucket()} {
 		if err := EnableAtomicPublish(ctx, js, "KV_"+b); err != nil {
 			return fmt.Errorf("allowing atomic batches in bucket %q: %w", b, err)

@@ -57,7 +57,7 @@ func plainTurn(s string, i int) (*nats.Msg, string, error) {
 
 // The documented settings of a plain nats.go publisher (publish above, docs/protocol.md) ride
 // through a kill -9 of the node leading the turns stream: 0 failed, each turn stored once. A
-// publisher with nats.go's defaults, in the same crash, fails some.
+// publisher with nats.go's defaults, in the same crash, usually fails some (logged).
 func TestPlainPublisherRidesThroughALeaderCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a 3-node cluster and crashes a node; skipped with -short")
@@ -153,11 +153,12 @@ func TestPlainPublisherRidesThroughALeaderCrash(t *testing.T) {
 	}
 	t.Logf("documented settings: %d published, 0 failed, each stored once, the slowest in %s; nats.go's defaults in the same crash: %d of %d failed",
 		total, slices.Max(slowest).Round(time.Millisecond), defaultsFailed.Load(), defaultsOK.Load()+defaultsFailed.Load())
-	// The crash must bite: the stream went without a leader (a handover costs milliseconds), and
-	// a publisher with nats.go's defaults gave up on the election.
-	if slices.Max(slowest) < time.Second || defaultsFailed.Load() == 0 {
-		t.Errorf("the slowest publish took %s and no publish with nats.go's defaults failed: the crash was not staged (no election)",
-			slices.Max(slowest))
+	// The crash must bite: the stream went without a leader (a handover costs milliseconds). A
+	// publisher with nats.go's defaults usually gives up on the election too, but not always: one
+	// caught waiting on the dead connection has 5 s, and an election can end within them (the
+	// log above says how many failed).
+	if slices.Max(slowest) < time.Second {
+		t.Errorf("the slowest publish took %s: the crash was not staged (no election)", slices.Max(slowest))
 	}
 }
 

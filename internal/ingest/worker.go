@@ -323,7 +323,28 @@ func (w *Worker) turnBatch(n int) func() {
 
 // runMalformed dead-letters the turns-stream messages whose subject names no session: the
 // consumer of everything no partition consumer matches.
+//
+// Like a partition, it is started again until it can be (keepPartition): its consumer cannot be
+// bound while its leader is elected (a cluster starting, a node lost), and a dead-letter feed
+// that gave up then would have stopped the whole of ingest.
 func (w *Worker) runMalformed(ctx context.Context) error {
+	pause := 250 * time.Millisecond
+	for {
+		err := w.runMalformedOnce(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		w.log.Warn().Err(err).Dur("retry_in", pause).Msg("the malformed-subject feed stopped; starting it again")
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 5*time.Second)
+	}
+}
+
+func (w *Worker) runMalformedOnce(ctx context.Context) error {
 	return w.runner.Run(ctx, worker.Feed[struct{}]{
 		Stream: w.cfg.Topology.TurnsStream(), Consumer: MalformedConsumerName(w.cfg.Topology),
 		Group: func(m jetstream.Msg) (struct{}, error) {

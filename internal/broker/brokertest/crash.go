@@ -51,6 +51,13 @@ func (l *link) close() {
 func StartCrashCluster(t testing.TB, n int) *CrashCluster {
 	t.Helper()
 	c := &CrashCluster{Cluster: &Cluster{}, relays: map[string]*relay{}, crashed: map[string]bool{}}
+	// The store directories first: cleanups run last registered first, so the directories are
+	// removed after the nodes stop (removed while a node ran, a file it wrote meanwhile failed
+	// the test with "directory not empty").
+	dirs := make([]string, n)
+	for i := range dirs {
+		dirs[i] = t.TempDir()
+	}
 	routePorts := freePorts(t, n)
 	var routes []string
 	for i := range n {
@@ -87,7 +94,7 @@ func StartCrashCluster(t testing.TB, n int) *CrashCluster {
 		// the node advertises its relay's address as its route address.
 		opts := &server.Options{
 			ServerName: name, Host: "127.0.0.1", Port: server.RANDOM_PORT,
-			JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true,
+			JetStream: true, StoreDir: dirs[i], NoSigs: true, NoLog: true,
 			Cluster: server.ClusterOpts{Name: "agentmem-crash", Host: "127.0.0.1", Port: routePorts[i],
 				Advertise: strings.TrimPrefix(routes[i], "nats://")},
 			Routes: server.RoutesFromStr(strings.Join(others, ",")),

@@ -39,6 +39,19 @@ type Error struct {
 	Message string
 }
 
+// readError is the error of a request whose reading of JetStream failed: 503 when JetStream
+// did not answer for a passing reason (no responders or a timeout, as while a stream's leader is
+// elected: agentmem's clients ask again), 500 otherwise.
+func readError(what string, err error) *Error {
+	var apiErr *jetstream.APIError
+	if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrConnectionReconnecting) ||
+		(errors.As(err, &apiErr) && apiErr.Code == 503) {
+		return &Error{Code: 503, Message: what + ": JetStream did not answer (try again): " + err.Error()}
+	}
+	return &Error{Code: 500, Message: what + ": " + err.Error()}
+}
+
 func (e *Error) Error() string {
 	if e.Field != "" {
 		return fmt.Sprintf("%d %s: %s", e.Code, e.Field, e.Message)
@@ -508,7 +521,7 @@ func (s *Service) refreshView(ctx context.Context, v *view, req events.RetrieveR
 			defer cancel()
 			w, err := s.store.WatchHeader(wctx, v.state.Key)
 			if err != nil {
-				return false, &Error{Code: 500, Message: err.Error()}
+				return false, readError("watching the session", err)
 			}
 			defer func() { _ = w.Stop() }()
 			watcher = w
@@ -524,7 +537,7 @@ func (s *Service) refreshView(ctx context.Context, v *view, req events.RetrieveR
 		rejected, key := v.state.Header.Rejected, v.state.Key
 		v.mu.Unlock()
 		if err != nil {
-			return false, &Error{Code: 500, Message: "reading session: " + err.Error()}
+			return false, readError("reading session", err)
 		}
 		if applied {
 			return exists, nil
@@ -645,12 +658,12 @@ func (s *Service) userCandidates(ctx context.Context, key userKey, query string,
 	defer cancel()
 	if err := uv.refreshLong(rctx, s.long); err != nil {
 		uv.mu.Unlock()
-		return nil, nil, nil, graphRelated{}, &Error{Code: 500, Message: "reading long-term memory: " + err.Error()}
+		return nil, nil, nil, graphRelated{}, readError("reading long-term memory", err)
 	}
 	if arch {
 		if err := uv.refreshArchive(rctx, s.store, s.reader); err != nil {
 			uv.mu.Unlock()
-			return nil, nil, nil, graphRelated{}, &Error{Code: 500, Message: "reading the archive: " + err.Error()}
+			return nil, nil, nil, graphRelated{}, readError("reading the archive", err)
 		}
 	}
 	sessionOf := func(e memory.Entry) string {

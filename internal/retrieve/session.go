@@ -76,7 +76,7 @@ func (s *Service) serveSession(ctx context.Context, subject string, body []byte)
 	defer cancel()
 	st, err := s.store.Load(lctx, session.Key{Tenant: tenant, Session: req.Session}, 0)
 	if err != nil {
-		return shown.Session{}, &Error{Code: 500, Message: "reading session: " + err.Error()}
+		return shown.Session{}, readError("reading session", err)
 	}
 	if h := st.Header; st.Revision() == 0 || (!h.Forgotten.IsZero() && h.Head == "") {
 		return shown.Session{}, &Error{Code: 404, Field: "session", Message: fmt.Sprintf("tenant %q has no session %q", tenant, req.Session)}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/agentmem/agentmem/internal/broker/brokertest"
 	"github.com/agentmem/agentmem/internal/daemon/daemontest"
 	"github.com/agentmem/agentmem/internal/gateway"
 	"github.com/agentmem/agentmem/pkg/events"
@@ -130,25 +129,7 @@ func TestGatewayRidesThroughALeaderCrash(t *testing.T) {
 			retrieves.Add(1)
 		}
 	})
-	running := func(want int64) func() error {
-		return func() error {
-			select {
-			case err := <-errs:
-				t.Fatal(err)
-			default:
-			}
-			if n := acked.Load(); n < want {
-				return fmt.Errorf("%d of %d events acknowledged", n, want)
-			}
-			return nil
-		}
-	}
-	brokertest.CheckFor(t, 60*time.Second, 10*time.Millisecond, running(200))
-	leader := c.TurnsLeader(t)
-	before := acked.Load()
-	c.Crash(leader)
-	t.Logf("crashed %s, the turns stream's leader, after %d events", leader, before)
-	brokertest.CheckFor(t, 90*time.Second, 10*time.Millisecond, running(before+400))
+	c.CrashTurnsLeaderUnder(t, &acked, errs, 90*time.Second)
 	close(stop)
 	wg.Wait()
 	close(errs)

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmem/agentmem/internal/broker/brokertest"
 	"github.com/agentmem/agentmem/internal/daemon/daemontest"
 	"github.com/agentmem/agentmem/pkg/client"
 	"github.com/agentmem/agentmem/pkg/events"
@@ -81,25 +80,7 @@ func TestClientRidesThroughALeaderCrash(t *testing.T) {
 			retrieves.Add(1)
 		}
 	})
-	running := func(want int64) func() error {
-		return func() error {
-			select {
-			case err := <-errs:
-				t.Fatal(err)
-			default:
-			}
-			if n := acked.Load(); n < want {
-				return fmt.Errorf("%d of %d turns acknowledged", n, want)
-			}
-			return nil
-		}
-	}
-	brokertest.CheckFor(t, 60*time.Second, 10*time.Millisecond, running(200))
-	leader := c.TurnsLeader(t)
-	before := acked.Load()
-	c.Crash(leader)
-	t.Logf("crashed %s, the turns stream's leader, after %d turns", leader, before)
-	brokertest.CheckFor(t, 60*time.Second, 10*time.Millisecond, running(before+400))
+	c.CrashTurnsLeaderUnder(t, &acked, errs, 60*time.Second)
 	close(stop)
 	wg.Wait()
 	close(errs)

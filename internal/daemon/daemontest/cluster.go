@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -165,4 +166,32 @@ func (c *Cluster) stored() (map[string]int, error) {
 		out[m.Header.Get(events.HeaderMsgID)]++
 	}
 	return out, nil
+}
+
+// CrashTurnsLeaderUnder crashes the node leading the turns stream while a test's clients work:
+// it waits until acked counts 200, crashes that node (Crash), then waits up to after for acked to
+// count 400 more. The first error the clients send on errs fails the test at once. It returns the
+// node crashed.
+func (c *Cluster) CrashTurnsLeaderUnder(t testing.TB, acked *atomic.Int64, errs <-chan error, after time.Duration) string {
+	t.Helper()
+	running := func(want int64) func() error {
+		return func() error {
+			select {
+			case err := <-errs:
+				t.Fatal(err)
+			default:
+			}
+			if n := acked.Load(); n < want {
+				return fmt.Errorf("%d of %d acknowledged", n, want)
+			}
+			return nil
+		}
+	}
+	brokertest.CheckFor(t, 60*time.Second, 10*time.Millisecond, running(200))
+	leader := c.TurnsLeader(t)
+	before := acked.Load()
+	c.Crash(leader)
+	t.Logf("crashed %s, the turns stream's leader, after %d acknowledged", leader, before)
+	brokertest.CheckFor(t, after, 10*time.Millisecond, running(before+400))
+	return leader
 }

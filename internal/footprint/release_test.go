@@ -2,12 +2,15 @@ package footprint
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"runtime/debug"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/agentmem/agentmem/internal/broker/brokertest"
 )
 
 var garbage [][]byte
@@ -32,17 +35,12 @@ func TestReleaseAtRest(t *testing.T) {
 		Release(ctx, 20*time.Millisecond, zerolog.Nop())
 	}()
 	defer func() { cancel(); <-done }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		p := ReadProcess()
-		if p.HeapFree < 8<<20 && p.HeapReleased >= before.HeapReleased+32<<20 {
-			return
+	brokertest.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if p := ReadProcess(); p.HeapFree >= 8<<20 || p.HeapReleased < before.HeapReleased+32<<20 {
+			return fmt.Errorf("at rest: free %d bytes, released %d (before: free %d, released %d)", p.HeapFree, p.HeapReleased, before.HeapFree, before.HeapReleased)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 10 s at rest: free %d bytes, released %d (before: free %d, released %d)", p.HeapFree, p.HeapReleased, before.HeapFree, before.HeapReleased)
-		}
-		time.Sleep(10 * time.Millisecond) // polling the runtime's figures, bounded by the deadline
-	}
+		return nil
+	})
 }
 
 // A process that collected more than once since the last look is not at rest: nothing is

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"time"
@@ -36,16 +35,8 @@ func (g *Gateway) getGraph(w http.ResponseWriter, r *http.Request, tenant string
 		}
 		at = t
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), g.cfg.Timeout)
-	defer cancel()
-	_, store, err := g.stores(ctx)
-	if err != nil {
-		writeProblem(w, r, g.readProblem(err))
-		return
-	}
-	recs, err := store.User(ctx, tenant, user)
-	if err != nil {
-		writeProblem(w, r, g.readProblem(err))
+	recs, ok := g.userRecords(w, r, tenant, user)
+	if !ok {
 		return
 	}
 	writeJSON(w, http.StatusOK, Graph{User: user, Snapshot: graph.Build(recs).At(at)})

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/agentmem/agentmem/internal/longterm"
 	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/internal/view"
 	"github.com/agentmem/agentmem/pkg/events"
@@ -91,16 +92,8 @@ func (g *Gateway) getFacts(w http.ResponseWriter, r *http.Request, tenant string
 		}
 		history = b
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), g.cfg.Timeout)
-	defer cancel()
-	_, store, err := g.stores(ctx)
-	if err != nil {
-		writeProblem(w, r, g.readProblem(err))
-		return
-	}
-	recs, err := store.User(ctx, tenant, user)
-	if err != nil {
-		writeProblem(w, r, g.readProblem(err))
+	recs, ok := g.userRecords(w, r, tenant, user)
+	if !ok {
 		return
 	}
 	writeJSON(w, http.StatusOK, Facts{User: user, History: history, Facts: view.Facts(recs.Facts, history)})
@@ -118,4 +111,22 @@ func (g *Gateway) readProblem(err error) *Problem {
 		g.log.Warn().Err(err).Msg("reading memory")
 		return problem(http.StatusServiceUnavailable, "", "reading memory: "+err.Error())
 	}
+}
+
+// userRecords reads everything long-term memory holds of a user (longterm.Store.User) within the
+// gateway's timeout; when it cannot, it writes the problem and reports false.
+func (g *Gateway) userRecords(w http.ResponseWriter, r *http.Request, tenant, user string) (longterm.UserRecords, bool) {
+	ctx, cancel := context.WithTimeout(r.Context(), g.cfg.Timeout)
+	defer cancel()
+	_, store, err := g.stores(ctx)
+	if err != nil {
+		writeProblem(w, r, g.readProblem(err))
+		return longterm.UserRecords{}, false
+	}
+	recs, err := store.User(ctx, tenant, user)
+	if err != nil {
+		writeProblem(w, r, g.readProblem(err))
+		return longterm.UserRecords{}, false
+	}
+	return recs, true
 }

@@ -69,6 +69,7 @@ func run(ctx context.Context, args []string) error {
 	limitsFile := settings.BindLimits(fs)
 	mem := settings.BindMemory(fs)
 	viewIdle := retrieve.BindViewIdle(fs)
+	storedViews := retrieve.BindStoredViews(fs)
 	logf := settings.BindLog(fs)
 	if err := settings.Parse(fs, args); err != nil {
 		return err
@@ -142,7 +143,7 @@ func run(ctx context.Context, args []string) error {
 			MaxContentBytes: *maxContent, IdleTimeout: *idle, RepressureAfter: *repressure, Limits: lim,
 		},
 		Retrieve: retrieve.Config{Tokenizer: budget.Tokenizer, Decay: d, Embedder: embedder, Limits: lim, PreviousEmbedder: prev,
-			ViewIdle: *viewIdle},
+			ViewIdle: *viewIdle, NoStoredViews: !*storedViews},
 		Compress: compress.Config{Tokenizer: budget.Tokenizer},
 		Extract:  extract.Config{Tokenizer: budget.Tokenizer},
 		LLM:      *llmCfg,

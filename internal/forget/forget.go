@@ -121,6 +121,7 @@ func New(cfg Config, js jetstream.JetStream, st Stores, log zerolog.Logger) (*Se
 		usagePart{st.Usage},
 		longPart{st.Long},
 		vectorPart{st.Vectors},
+		viewPart{js, topo},
 	}
 	return &Service{
 		cfg: cfg, js: js, long: st.Long, sessions: st.Sessions, parts: append(parts, cfg.Parts...),

@@ -2,6 +2,7 @@ package forget
 
 import (
 	"context"
+	"errors"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -88,6 +89,22 @@ func (p streamPart) Forget(ctx context.Context, u User, counts map[string]int) e
 		}
 	}
 	return nil
+}
+
+// viewPart is the retriever's stored view of the user (package retrieve, snapshot.go), which
+// holds the text of the user's turns (not counted: a copy of the turns). A topology made before
+// the view bucket existed has nothing to remove.
+type viewPart struct {
+	js   jetstream.JetStream
+	topo events.Topology
+}
+
+func (p viewPart) Forget(ctx context.Context, u User, _ map[string]int) error {
+	_, err := archive.PurgeKV(ctx, p.js, p.topo.ViewBucket(), u.Tenant+"."+u.User)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil
+	}
+	return err
 }
 
 // usagePart is the usage store's: the sessions' counters (not counted).

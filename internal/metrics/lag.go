@@ -137,7 +137,7 @@ func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	t := c.topo
 	streams := []string{t.TurnsStream(), t.PressureStream(), t.SummaryStream(), t.FactStream(), t.DeadLetterStream()}
-	for _, b := range []string{t.SessionBucket(), t.ChunkBucket(), t.LongTermBucket(), t.UsageBucket(), t.VectorBucket()} {
+	for _, b := range []string{t.SessionBucket(), t.ChunkBucket(), t.LongTermBucket(), t.UsageBucket(), t.VectorBucket(), t.ViewBucket()} {
 		streams = append(streams, "KV_"+b)
 	}
 	for _, name := range streams {

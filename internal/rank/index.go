@@ -176,6 +176,10 @@ func (ix *Index) Add(docs ...Doc) {
 type Prepared struct {
 	Doc   Doc
 	terms []string // every term of the text, in text order, repeats included
+	// vocab and ids, when set (PrepareVocab), number terms in vocab: AddPrepared then finds
+	// each term of vocab in the index once per call, not once per occurrence.
+	vocab *Vocab
+	ids   []uint32
 	// The terms of the other fields: of the end of the context, of the speaker's name, and
 	// the text's terms that name the addressee (also in terms).
 	context, speaker, mention []string
@@ -186,8 +190,25 @@ type Prepared struct {
 }
 
 // Prepare splits a document into terms for AddPrepared.
-func Prepare(d Doc) Prepared {
-	p := Prepared{Doc: d, terms: search.Terms(d.Text)}
+func Prepare(d Doc) Prepared { return PrepareTerms(d, search.Terms(d.Text)) }
+
+// PrepareTerms is Prepare for a document whose text's terms are known: terms must be
+// search.Terms(d.Text) as Prepare would find them (a view stored with [Prepared.Terms] and read
+// back, for instance), which saves splitting the text again.
+func PrepareTerms(d Doc, terms []string) Prepared {
+	p := Prepared{Doc: d, terms: terms}
+	p.fields()
+	return p
+}
+
+// Terms returns the terms of the document's text, in text order, repeats included: what
+// PrepareTerms takes back. The slice is the prepared document's own; it must not be changed.
+func (p *Prepared) Terms() []string { return p.terms }
+
+// fields finds the terms of the document's fields other than its text (its context, speaker
+// and addressee), its text's terms being found.
+func (p *Prepared) fields() {
+	d := &p.Doc
 	if d.Context != "" && asks(d.Context) {
 		ct := search.Terms(tail(d.Context, contextBytes))
 		p.context = ct[max(0, len(ct)-MaxContextTerms):]
@@ -204,6 +225,31 @@ func Prepare(d Doc) Prepared {
 				p.mention = append(p.mention, t)
 			}
 		}
+	}
+}
+
+// Vocab is a table of terms by which documents number the terms of their text (PrepareVocab):
+// a stored view's, for instance, whose documents share most of their terms.
+type Vocab struct{ Terms []string }
+
+// PrepareVocab is PrepareTerms for a document whose text's terms are given as numbers into v
+// (each below len(v.Terms)). AddPrepared looks each term of v up in the index once per call,
+// however many of the call's documents have it.
+func (ix *Index) PrepareVocab(d Doc, v *Vocab, ids []uint32) Prepared {
+	terms := make([]string, len(ids))
+	for i, id := range ids {
+		terms[i] = v.Terms[id]
+	}
+	p := ix.PrepareTerms(d, terms)
+	p.vocab, p.ids = v, ids
+	return p
+}
+
+// PrepareTerms is PrepareTerms for this index, as Index.Prepare is Prepare.
+func (ix *Index) PrepareTerms(d Doc, terms []string) Prepared {
+	p := PrepareTerms(d, terms)
+	if ix.cfg.ChineseWords > 0 {
+		p.words, p.segmented = wordTerms(d.Text), true
 	}
 	return p
 }
@@ -297,12 +343,12 @@ func (ix *Index) fieldTerms(p *Prepared, related []string) (terms []string, leng
 	if cfg.ChineseWords > 0 && !p.segmented {
 		p.words, p.segmented = wordTerms(p.Doc.Text), true
 	}
+	if ix.plain(p, related) {
+		return p.terms, len(p.terms), used
+	}
 	words := cfg.ChineseWords > 0 && len(p.words) > 0
 	mention := cfg.Mention < 1 && len(p.mention) > 0
 	context := cfg.Context > 0 && len(p.context) > 0 && (cfg.ContextUpTo < 0 || len(p.terms) <= cfg.ContextUpTo)
-	if !mention && !context && !words && (cfg.Speaker == 0 || len(p.speaker) == 0) && len(related) == 0 {
-		return p.terms, len(p.terms), used
-	}
 	out := make([]string, 0, len(p.terms)+len(p.words)+len(p.context)+len(p.speaker)+len(related))
 	for _, t := range p.terms {
 		if mention && slices.Contains(p.mention, t) {
@@ -332,6 +378,19 @@ func (ix *Index) fieldTerms(p *Prepared, related []string) (terms []string, leng
 		out = append(out, p.words...)
 	}
 	return out, len(p.terms), used
+}
+
+// plain reports whether a prepared document is indexed by its text's terms alone under the
+// index's config (no field of it has terms to add, and its Chinese words were looked for when
+// they count).
+func (ix *Index) plain(p *Prepared, related []string) bool {
+	cfg := &ix.cfg
+	if cfg.ChineseWords > 0 && (!p.segmented || len(p.words) > 0) {
+		return false
+	}
+	mention := cfg.Mention < 1 && len(p.mention) > 0
+	context := cfg.Context > 0 && len(p.context) > 0 && (cfg.ContextUpTo < 0 || len(p.terms) <= cfg.ContextUpTo)
+	return !mention && !context && (cfg.Speaker == 0 || len(p.speaker) == 0) && len(related) == 0
 }
 
 // relatedWords returns the related words of each of docs (nil when Related is off): the WordNet
@@ -380,21 +439,40 @@ func (ix *Index) AddPrepared(docs ...Prepared) {
 	defer addScratchPool.Put(sc)
 	sc.tids, sc.tfs, sc.ends = sc.tids[:0], sc.tfs[:0], sc.ends[:0]
 	lengths := make([]int, len(docs))
+	count := func(tid int32) {
+		if int(tid) >= len(sc.count) {
+			sc.count = slices.Grow(sc.count, int(tid)+1-len(sc.count))[:tid+1]
+			sc.adds = slices.Grow(sc.adds, int(tid)+1-len(sc.adds))[:tid+1]
+		}
+		if sc.count[tid] == 0 {
+			sc.tids = append(sc.tids, tid)
+		}
+		sc.count[tid]++
+	}
+	defer sc.forgetVocab()
 	for i := range docs {
 		touched := len(sc.tids)
-		terms, length, used := ix.fieldTerms(&docs[i], at(related, i))
-		lengths[i] = length
-		ix.markFields(used)
-		for _, t := range terms {
-			tid := ix.termID(t)
-			if int(tid) >= len(sc.count) {
-				sc.count = slices.Grow(sc.count, int(tid)+1-len(sc.count))[:tid+1]
-				sc.adds = slices.Grow(sc.adds, int(tid)+1-len(sc.adds))[:tid+1]
+		if p := &docs[i]; p.vocab != nil && ix.plain(p, at(related, i)) {
+			// Each term of the vocabulary is looked up once per call (no document is removed
+			// meanwhile, so a term's id stays its own).
+			sc.useVocab(p.vocab)
+			for _, v := range p.ids {
+				tid := sc.vtid[v]
+				if tid < 0 {
+					tid = ix.termID(p.vocab.Terms[v])
+					sc.vtid[v] = tid
+					sc.vset = append(sc.vset, v)
+				}
+				count(tid)
 			}
-			if sc.count[tid] == 0 {
-				sc.tids = append(sc.tids, tid)
+			lengths[i] = len(p.ids)
+		} else {
+			terms, length, used := ix.fieldTerms(p, at(related, i))
+			lengths[i] = length
+			ix.markFields(used)
+			for _, t := range terms {
+				count(ix.termID(t))
 			}
-			sc.count[tid]++
 		}
 		for _, tid := range sc.tids[touched:] {
 			sc.tfs = append(sc.tfs, sc.count[tid])
@@ -426,6 +504,35 @@ type addScratch struct {
 	tids, tfs   []int32 // each document's distinct term ids and frequencies, one after another
 	ends        []int   // where each document's ids end in tids
 	grown       []int32 // the term ids with entries to add
+	// vocab is the vocabulary of the call's documents (PrepareVocab), vtid the index's id of
+	// each of its terms looked up so far (-1: not yet), vset those looked up.
+	vocab *Vocab
+	vtid  []int32
+	vset  []uint32
+}
+
+// useVocab makes v the vocabulary whose terms' ids vtid holds.
+func (sc *addScratch) useVocab(v *Vocab) {
+	if sc.vocab == v {
+		return
+	}
+	sc.forgetVocab()
+	sc.vocab = v
+	if len(sc.vtid) < len(v.Terms) {
+		n := len(sc.vtid)
+		sc.vtid = slices.Grow(sc.vtid, len(v.Terms)-n)[:len(v.Terms)]
+		for i := n; i < len(sc.vtid); i++ {
+			sc.vtid[i] = -1
+		}
+	}
+}
+
+// forgetVocab clears what vtid holds (at the end of a call: ids are only valid under its lock).
+func (sc *addScratch) forgetVocab() {
+	for _, v := range sc.vset {
+		sc.vtid[v] = -1
+	}
+	sc.vset, sc.vocab = sc.vset[:0], nil
 }
 
 var addScratchPool = sync.Pool{New: func() any { return new(addScratch) }}

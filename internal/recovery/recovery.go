@@ -553,6 +553,12 @@ func (r *Recovery) rebuild(ctx context.Context, cp Checkpoint, rb Rebuilder, rep
 	if err != nil {
 		return nil, err
 	}
+	// The users' stored views (package retrieve) are read only while the sessions' headers
+	// match them; the reset headers would not, and a header lost with the cut and written again
+	// might: they all go (the next cold load of each user stores its view again).
+	if _, err := archive.PurgeKV(ctx, r.js, topo.ViewBucket(), ">"); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("recovery: %w", err)
+	}
 	for _, k := range sessions {
 		if _, err := st.Reset(ctx, k); err != nil {
 			return nil, fmt.Errorf("recovery: %w", err)

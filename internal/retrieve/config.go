@@ -66,6 +66,10 @@ type Config struct {
 	// ViewIdle is how long a user's or session's view stays cached without a request (default
 	// DefaultViewIdle; negative: for ever): then it is dropped, and its memory given back.
 	ViewIdle time.Duration
+	// NoStoredViews makes cold loads read every session from the turns stream and store no view
+	// (snapshot.go; by default a user's view is stored once loaded and read back by the next
+	// cold load of the user).
+	NoStoredViews bool
 	// Now is the clock used when a request has no "at" (default time.Now).
 	Now func() time.Time
 	// Embedder, when set, embeds queries and adds vector relevance to keyword relevance (an

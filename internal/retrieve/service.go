@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -82,6 +83,9 @@ type Service struct {
 	tracer  trace.Tracer
 	// forgets drops the views of forgotten users; nil until Start.
 	forgets *forgetFeed
+	// stored reads and writes users' stored views (snapshot.go); nil with Config.NoStoredViews
+	// or without the view bucket.
+	stored *viewStore
 }
 
 // New returns a retriever. The topology must exist (events.Topology.Ensure).
@@ -122,6 +126,13 @@ func New(ctx context.Context, cfg Config, nc *nats.Conn, js jetstream.JetStream,
 		sem:     make(chan struct{}, cfg.Concurrency),
 		tracer:  tracing.Tracer(cfg.Tracer),
 	}
+	if !cfg.NoStoredViews {
+		// A topology made before the view bucket existed has none until a process ensures it:
+		// cold loads then read the stream only.
+		if kv, err := js.KeyValue(ctx, cfg.Topology.ViewBucket()); err == nil {
+			s.stored = newViewStore(kv, int(nc.MaxPayload())-4096, s.log)
+		}
+	}
 	s.reportFootprint(cfg.Metrics.Footprint())
 	return s, nil
 }
@@ -133,7 +144,11 @@ func (s *Service) Start(ctx context.Context) error {
 		return fmt.Errorf("watching memory changes: %w", err)
 	}
 	// A forgotten user's cached memory goes before the next request reads it (forget.go).
-	forgets, err := subscribeForgets(ctx, s.nc, forgetBuffer, forgetSweep, s.users.drop, s.users.dropAll)
+	forget := func(k userKey) {
+		s.stored.forget(k) // before the view goes: a cold load that follows reads no stored view
+		s.users.drop(k)
+	}
+	forgets, err := subscribeForgets(ctx, s.nc, forgetBuffer, forgetSweep, forget, s.users.dropAll)
 	if err != nil {
 		return err
 	}
@@ -656,12 +671,20 @@ func (s *Service) userCandidates(ctx context.Context, key userKey, query string,
 	uv.mu.Lock()
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	// A cold user's stored view is read while the long-term memory is.
+	var prefetched func() *storedView
+	if arch && s.stored != nil && !uv.archTried {
+		ch := make(chan *storedView, 1)
+		go func() { ch <- s.stored.read(rctx, key) }()
+		prefetched = sync.OnceValue(func() *storedView { return <-ch })
+		defer prefetched() // no read outlives the request
+	}
 	if err := uv.refreshLong(rctx, s.long); err != nil {
 		uv.mu.Unlock()
 		return nil, nil, nil, graphRelated{}, readError("reading long-term memory", err)
 	}
 	if arch {
-		if err := uv.refreshArchive(rctx, s.store, s.reader); err != nil {
+		if err := uv.refreshArchive(rctx, s.store, s.reader, s.stored, prefetched); err != nil {
 			uv.mu.Unlock()
 			return nil, nil, nil, graphRelated{}, readError("reading the archive", err)
 		}

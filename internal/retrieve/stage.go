@@ -37,12 +37,13 @@ func bindFlags(fs *flag.FlagSet) func(stage.Options) (stage.Stage, error) {
 	decay := fs.String("decay", "linear:24h:0.5", "time decay of retrieval scores: linear:WINDOW:FLOOR, halflife:HALFLIFE:FLOOR or none")
 	prevModel := fs.String("embed-previous-model", "", "during a model change, the model of the same endpoint the stored vectors were made with: queries use it until memctl reembed has completed --embed-model (docs/vectors.md)")
 	viewIdle := BindViewIdle(fs)
+	storedViews := BindStoredViews(fs)
 	return func(o stage.Options) (stage.Stage, error) {
 		d, err := memory.ParseDecay(*decay)
 		if err != nil {
 			return stage.Stage{}, fmt.Errorf("--decay: %w", err)
 		}
-		cfg := Config{Tokenizer: o.Tokenizer, Decay: d, Limits: o.Limits, ViewIdle: *viewIdle}
+		cfg := Config{Tokenizer: o.Tokenizer, Decay: d, Limits: o.Limits, ViewIdle: *viewIdle, NoStoredViews: !*storedViews}
 		if o.MemoryLimit > 0 {
 			cfg.MaxUserBytes, cfg.MemoryLimit = ViewBytes(o.MemoryLimit), o.MemoryLimit
 		}
@@ -61,6 +62,12 @@ func bindFlags(fs *flag.FlagSet) func(stage.Options) (stage.Stage, error) {
 		}
 		return s, nil
 	}
+}
+
+// BindStoredViews registers --stored-views (Config.NoStoredViews, negated), for the commands that
+// run a retriever.
+func BindStoredViews(fs *flag.FlagSet) *bool {
+	return fs.Bool("stored-views", true, "store each user's view once loaded (bucket AGENTMEM_VIEWS) and read it back on the user's next cold load, for the sessions unchanged since (false: every cold load reads the turns stream)")
 }
 
 // BindViewIdle registers --view-idle (Config.ViewIdle), for the commands that run a retriever.

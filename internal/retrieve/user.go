@@ -59,6 +59,9 @@ type userView struct {
 	// turns that have no metadata of their own: most turns, which would otherwise each hold a
 	// map of two keys.
 	meta map[[2]string]map[string]any
+	// archTried is set by the first reading of the archive, which alone uses and writes the
+	// user's stored view (snapshot.go).
+	archTried bool
 }
 
 // turnMeta is the metadata of an archived turn: its own with its role and session added, or
@@ -85,6 +88,9 @@ type archiveSession struct {
 	scanned uint64
 	dirty   bool
 	last    lastTurn // the last turn applied, the context of the next one
+	// stored: the turns came from a stored view (snapshot.go), and state was not read; the
+	// session is read again from its start when it changes.
+	stored bool
 }
 
 func newUserView(k userKey, rc rank.Config) *userView {
@@ -188,12 +194,32 @@ func (u *userView) visibleAt(id string, t time.Time) bool {
 	return true
 }
 
-// refreshArchive reads the turns of every session that changed since the last request.
-func (u *userView) refreshArchive(ctx context.Context, store *session.Store, reader *archive.Reader) error {
+// refreshArchive reads the turns of every session that changed since the last request. The
+// first time, a session unchanged since the user's stored view (views, nil for none) was written
+// is taken from it, and the view read is then stored for the next cold load (snapshot.go);
+// prefetched, when not nil, returns the stored view, read meanwhile.
+func (u *userView) refreshArchive(ctx context.Context, store *session.Store, reader *archive.Reader, views *viewStore, prefetched func() *storedView) error {
 	var dirty []*archiveSession
 	for _, as := range u.sessions {
 		if as.dirty {
 			dirty = append(dirty, as)
+		}
+	}
+	var stored *storedView
+	var build *viewBuilder
+	storedOf := map[string]storedSession{}
+	if views != nil && !u.archTried && len(dirty) > 0 {
+		u.archTried = true
+		if prefetched != nil {
+			stored = prefetched()
+		} else {
+			stored = views.read(ctx, u.key)
+		}
+		build = newViewBuilder(u.key, stored)
+		if stored != nil {
+			for _, ss := range stored.Sessions {
+				storedOf[ss.Session] = ss
+			}
 		}
 	}
 	// Sessions are read concurrently (each its own state and stream subject), their turns split
@@ -210,6 +236,10 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 		// reset: the stored session no longer extends what the view read (a forget's
 		// tombstone, or a corrupt state): what the view holds of it goes.
 		reset bool
+		// from is the sequence the read started after (0: the session's start); stored is
+		// the stored view's session the turns came from, if they did.
+		from   uint64
+		stored *storedSession
 	}
 	var applying sync.Mutex // u's archive, index and sessions are changed under it
 	apply := func(r read) {
@@ -222,6 +252,15 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 			r.as.dirty = false
 			return
 		}
+		if build != nil && r.from == 0 {
+			switch {
+			case r.stored != nil:
+				build.keep(*r.stored)
+			case r.as.state.Revision() != 0:
+				build.addRead(r.as.state.Key.Session, r.as.state.Revision(), r.upTo, r.as.state.Header.Head, r.entries, r.docs)
+			}
+		}
+		r.as.stored = r.stored != nil
 		docs := r.docs[:0]
 		for i, e := range r.entries {
 			if _, dup := u.archive[e.ID]; dup {
@@ -244,11 +283,23 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 	for _, as := range dirty {
 		g.Go(func() error {
 			r := read{as: as}
+			if ss, ok := storedOf[as.state.Key.Session]; ok && as.scanned == 0 {
+				if r.stored, r.entries, r.docs, r.last, r.upTo = u.fromStored(ctx, store, stored, ss); r.stored != nil {
+					apply(r)
+					return nil
+				}
+			}
+			if as.stored {
+				// Taken from a stored view without its state: read again from the start.
+				as.state = session.NewDecisions(as.state.Key)
+				as.scanned, as.stored = 0, false
+				r.reset = true
+			}
 			resets := as.state.Resets()
 			if _, err := store.Refresh(ctx, as.state); err != nil {
 				return err
 			}
-			r.reset = as.state.Resets() != resets
+			r.reset = r.reset || as.state.Resets() != resets
 			h := as.state.Header
 			if h.User != "" && h.User != u.key.user {
 				r.foreign = true // the index named a session another user owns: never show it
@@ -259,7 +310,7 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 			if r.reset {
 				from = 0
 			}
-			r.upTo = from
+			r.from, r.upTo = from, from
 			if from > 0 {
 				r.last = as.last
 			}
@@ -289,7 +340,34 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 			return nil
 		})
 	}
-	return g.Wait() // a session that failed stays dirty, for the next request to read
+	if err := g.Wait(); err != nil {
+		return err // a session that failed stays dirty, for the next request to read
+	}
+	if build != nil && build.fresh() {
+		views.write(build)
+	}
+	return nil
+}
+
+// fromStored returns the turns of session ss of the stored view v, with their prepared
+// documents, the session's last turn and the sequence they reach, when the session's header is
+// still the one the view read (stored nil otherwise: the session is read from the stream).
+func (u *userView) fromStored(ctx context.Context, store *session.Store, v *storedView, ss storedSession) (stored *storedSession, entries []memory.Entry, docs []rank.Prepared, last lastTurn, upTo uint64) {
+	key := session.Key{Tenant: u.key.tenant, Session: ss.Session}
+	h, rev, err := store.Header(ctx, key)
+	if err != nil || rev != ss.Rev || h.LastSeq != ss.LastSeq || h.Head != ss.Head || (h.User != "" && h.User != u.key.user) {
+		return nil, nil, nil, lastTurn{}, 0
+	}
+	entries, err = storedRead(ss)
+	if err != nil {
+		return nil, nil, nil, lastTurn{}, 0
+	}
+	docs = make([]rank.Prepared, len(entries))
+	for i, e := range entries {
+		docs[i] = u.archIdx.PrepareVocab(last.dialogueDoc(rank.Doc{ID: e.ID, Text: e.Content, Group: ss.Session,
+			Pos: int(e.Seq), Role: e.Role, Time: e.Timestamp, Kind: "turn"}, e.Metadata), v.vocab, ss.Turns[i].Terms)
+	}
+	return &ss, entries, docs, last, ss.LastSeq
 }
 
 // dropSession takes every archived turn of a session out of the view.
@@ -604,4 +682,7 @@ func (s *Service) instrument() {
 	rep := integrity.NewReporter(s.cfg.Metrics, s.log)
 	s.store, s.long, s.vectors = s.store.Instrument(rep), s.long.Instrument(rep), s.vectors.Instrument(rep)
 	s.rep = rep
+	if s.stored != nil {
+		s.stored.rep = rep
+	}
 }

@@ -159,6 +159,13 @@ func (t Topology) RecoveryBucket() string { return t.Prefix + "_RECOVERY" }
 // "<tenant>.<user>.<model token>.<entry token>" (package embedder).
 func (t Topology) VectorBucket() string { return t.Prefix + "_VECTORS" }
 
+// ViewBucket names the KV bucket of users' stored views: one value per user, key
+// "<tenant>.<user>", the archive part of the retriever's view of the user (the turns and the
+// terms of their text) as it last loaded it, so that the next cold load reads one value instead
+// of every session's turns (package retrieve, snapshot.go). A cache: a view that does not match
+// the sessions' headers is not used, and a user's forget removes it.
+func (t Topology) ViewBucket() string { return t.Prefix + "_VIEWS" }
+
 // PartitionFilter is the stored-subject filter of partition p of the turns stream.
 func (t Topology) PartitionFilter(p int) string { return fmt.Sprintf("%d.memory.turns.*.*", p) }
 
@@ -297,6 +304,13 @@ func (t Topology) BucketConfigs() []jetstream.KeyValueConfig {
 		{
 			Bucket:      t.VectorBucket(),
 			Description: "agentmem embeddings: one vector per entry and model, under the entry's tenant and user",
+			History:     1,
+			Storage:     t.Storage,
+			Replicas:    t.Replicas,
+		},
+		{
+			Bucket:      t.ViewBucket(),
+			Description: "agentmem users' stored views: the archive as the retriever last loaded it, read by its next cold load",
 			History:     1,
 			Storage:     t.Storage,
 			Replicas:    t.Replicas,

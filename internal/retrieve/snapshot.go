@@ -200,8 +200,8 @@ func (vs *viewStore) read(ctx context.Context, k userKey) *storedView {
 // too large.
 func (vs *viewStore) write(b *viewBuilder) {
 	k := b.key
-	if vs == nil || vs.skips(k) {
-		return
+	if vs == nil || vs.skips(k) || b.textBytes() > 2*vs.maxBytes {
+		return // a view whose text alone is twice the limit would not compress below it
 	}
 	select {
 	case vs.writing <- struct{}{}:
@@ -236,12 +236,11 @@ func (vs *viewStore) write(b *viewBuilder) {
 // viewBuilder gathers what a cold load read, cheaply (references to what it read), for build to
 // make the stored view of in the background.
 type viewBuilder struct {
-	key    userKey
-	from   *storedView // the stored view the load used, if any
-	kept   []storedSession
-	read   []readSession
-	mu     sync.Mutex
-	failed bool
+	key  userKey
+	from *storedView // the stored view the load used, if any
+	kept []storedSession
+	read []readSession
+	mu   sync.Mutex
 }
 
 // readSession is a session a cold load read from the stream from its start.
@@ -274,6 +273,24 @@ func (b *viewBuilder) addRead(sess string, rev, lastSeq uint64, head string, ent
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.read = append(b.read, readSession{session: sess, rev: rev, lastSeq: lastSeq, head: head, entries: entries, terms: terms})
+}
+
+// textBytes is the text of the turns the load read.
+func (b *viewBuilder) textBytes() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, s := range b.kept {
+		for _, t := range s.Turns {
+			n += len(t.Content)
+		}
+	}
+	for _, r := range b.read {
+		for _, e := range r.entries {
+			n += len(e.Content)
+		}
+	}
+	return n
 }
 
 // fresh reports whether the load read a session from the stream: the stored view is out of date.

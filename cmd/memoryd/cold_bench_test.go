@@ -44,7 +44,8 @@ import (
 // (cpu_ms/user: with queries one after another on 2 cores, half of it bounds the p50 from below,
 // and it is steadier than the latencies on a machine whose CPU is shared). Each iteration
 // restarts memoryd and asks every user again (-benchtime 3x: three restarts, 60 first queries).
-// AGENTMEM_BENCH_FLAGS adds flags to memoryd's (e.g. "--stored-views=false", for a comparison).
+// AGENTMEM_BENCH_ARGS adds flags to memoryd's (split on spaces; "--stored-views=false", say, for
+// a comparison).
 //
 // The turns are synthetic by default: English words of the local embedder's vocabulary drawn by
 // Zipf's law, with LongMemEval_S's lengths (median about 450 bytes, mean about 1 KB, a long tail).
@@ -56,7 +57,8 @@ func BenchmarkColdUserBlackBox(b *testing.B) {
 	set := coldSet(b, users)
 	bin := buildMemoryd(b)
 	dir := b.TempDir()
-	m := startMemorydProcess(b, bin, dir)
+	args := strings.Fields(os.Getenv("AGENTMEM_BENCH_ARGS"))
+	m := startMemorydProcess(b, bin, dir, args...)
 	nc := connect(b, m.listen)
 	published := publishSet(b, nc, set)
 	waitDrained(b, nc)
@@ -68,7 +70,7 @@ func BenchmarkColdUserBlackBox(b *testing.B) {
 	var perTurn, cpu []float64
 	for b.Loop() {
 		b.StopTimer()
-		m = startMemorydProcess(b, bin, dir, strings.Fields(os.Getenv("AGENTMEM_BENCH_FLAGS"))...)
+		m = startMemorydProcess(b, bin, dir, args...)
 		nc = connect(b, m.listen)
 		rss0, cpu0 := vmRSS(b, m.pid()), cpuTime(b, m.pid())
 		b.StartTimer()

@@ -539,12 +539,24 @@ var addScratchPool = sync.Pool{New: func() any { return new(addScratch) }}
 
 // allNew reports whether no document of docs is in the index and none is there twice.
 func (ix *Index) allNew(docs []Prepared) bool {
+	var seen map[string]struct{} // for many documents: comparing every pair grows as their square
+	if len(docs) > 16 {
+		seen = make(map[string]struct{}, len(docs))
+	}
 	for i := range docs {
-		if _, ok := ix.slots[docs[i].Doc.ID]; ok {
+		id := docs[i].Doc.ID
+		if _, ok := ix.slots[id]; ok {
 			return false
 		}
+		if seen != nil {
+			if _, dup := seen[id]; dup {
+				return false
+			}
+			seen[id] = struct{}{}
+			continue
+		}
 		for j := range i {
-			if docs[j].Doc.ID == docs[i].Doc.ID {
+			if docs[j].Doc.ID == id {
 				return false
 			}
 		}

@@ -242,6 +242,10 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 		stored *storedSession
 	}
 	var applying sync.Mutex // u's archive, index and sessions are changed under it
+	// The documents of the sessions taken from the stored view, indexed together once every
+	// session is read: one call of AddPrepared, which looks each term of the stored view's table
+	// up once (rank.PrepareVocab), instead of one per session under the lock the others wait on.
+	var fromStored []rank.Prepared
 	apply := func(r read) {
 		applying.Lock()
 		defer applying.Unlock()
@@ -271,8 +275,12 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 			docs = append(docs, r.docs[i])
 			u.addEntries(1, archivedBytes(e))
 		}
-		u.archIdx.AddPrepared(docs...)
-		u.noteIndexes()
+		if r.stored != nil {
+			fromStored = append(fromStored, docs...)
+		} else {
+			u.archIdx.AddPrepared(docs...)
+			u.noteIndexes()
+		}
 		u.bytes.Add(int64(r.last.size() - r.as.last.size()))
 		r.as.last = r.last
 		r.as.scanned = r.upTo
@@ -340,7 +348,12 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
+	err := g.Wait()
+	if len(fromStored) > 0 {
+		u.archIdx.AddPrepared(fromStored...)
+		u.noteIndexes()
+	}
+	if err != nil {
 		return err // a session that failed stays dirty, for the next request to read
 	}
 	if build != nil && build.fresh() {

@@ -252,6 +252,7 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 		if r.reset {
 			u.dropSession(r.as.state.Key.Session)
 		}
+		r.as.stored = r.stored != nil
 		if r.foreign {
 			r.as.dirty = false
 			return
@@ -264,7 +265,6 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 				build.addRead(r.as.state.Key.Session, r.as.state.Revision(), r.upTo, r.as.state.Header.Head, r.entries, r.docs)
 			}
 		}
-		r.as.stored = r.stored != nil
 		docs := r.docs[:0]
 		for i, e := range r.entries {
 			if _, dup := u.archive[e.ID]; dup {
@@ -298,9 +298,9 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 				}
 			}
 			if as.stored {
-				// Taken from a stored view without its state: read again from the start.
+				// Taken from a stored view without its state: read again from the start (it
+				// stays marked until a read of it is applied, so a failed one resets it again).
 				as.state = session.NewDecisions(as.state.Key)
-				as.scanned, as.stored = 0, false
 				r.reset = true
 			}
 			resets := as.state.Resets()

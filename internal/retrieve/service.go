@@ -130,7 +130,7 @@ func New(ctx context.Context, cfg Config, nc *nats.Conn, js jetstream.JetStream,
 		// A topology made before the view bucket existed has none until a process ensures it:
 		// cold loads then read the stream only.
 		if kv, err := js.KeyValue(ctx, cfg.Topology.ViewBucket()); err == nil {
-			s.stored = newViewStore(kv, int(nc.MaxPayload())-4096, s.log)
+			s.stored = newViewStore(kv, int(nc.MaxPayload())-4096, s.log, cfg.Metrics)
 		}
 	}
 	s.reportFootprint(cfg.Metrics.Footprint())

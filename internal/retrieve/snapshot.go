@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentmem/agentmem/internal/integrity"
+	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/internal/rank"
 	"github.com/agentmem/agentmem/pkg/memory"
 )
@@ -134,14 +135,23 @@ type viewStore struct {
 	// maxBytes is the largest value written (the server's max payload, less headers).
 	maxBytes int
 	log      zerolog.Logger
+	m        *metrics.Metrics
 	// forgetting are the users a forget announcement named whose value is being purged:
 	// neither read nor written meanwhile.
 	mu         sync.Mutex
 	forgetting map[userKey]int
 }
 
-func newViewStore(kv jetstream.KeyValue, maxBytes int, log zerolog.Logger) *viewStore {
-	return &viewStore{kv: kv, writing: make(chan struct{}, 1), maxBytes: maxBytes, log: log, forgetting: map[userKey]int{}}
+func newViewStore(kv jetstream.KeyValue, maxBytes int, log zerolog.Logger, m *metrics.Metrics) *viewStore {
+	return &viewStore{kv: kv, writing: make(chan struct{}, 1), maxBytes: maxBytes, log: log, m: m, forgetting: map[userKey]int{}}
+}
+
+// count counts n sessions of a cold load, or n views, by outcome
+// (agentmem_retrieve_stored_view_sessions_total).
+func (vs *viewStore) count(outcome string, n int) {
+	if vs != nil {
+		vs.m.StoredView(outcome, n)
+	}
 }
 
 // skips reports whether k's value is being purged.
@@ -200,8 +210,12 @@ func (vs *viewStore) read(ctx context.Context, k userKey) *storedView {
 // too large.
 func (vs *viewStore) write(b *viewBuilder) {
 	k := b.key
-	if vs == nil || vs.skips(k) || b.textBytes() > 2*vs.maxBytes {
-		return // a view whose text alone is twice the limit would not compress below it
+	if vs == nil || vs.skips(k) {
+		return
+	}
+	if b.textBytes() > 2*vs.maxBytes {
+		vs.count("too_large", 1) // its text alone would not compress below the limit
+		return
 	}
 	select {
 	case vs.writing <- struct{}{}:
@@ -223,13 +237,18 @@ func (vs *viewStore) write(b *viewBuilder) {
 			return
 		}
 		if len(data) > vs.maxBytes {
+			vs.count("too_large", 1)
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if _, err := vs.kv.Put(ctx, viewKey(k), data); err != nil && !errors.Is(err, context.Canceled) {
-			vs.log.Debug().Err(err).Str("tenant", k.tenant).Str("user", k.user).Msg("storing a view")
+		if _, err := vs.kv.Put(ctx, viewKey(k), data); err != nil {
+			if !errors.Is(err, context.Canceled) {
+				vs.log.Debug().Err(err).Str("tenant", k.tenant).Str("user", k.user).Msg("storing a view")
+			}
+			return
 		}
+		vs.count("written", 1)
 	}()
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http/httptest"
 	"reflect"
 	"slices"
 	"testing"
@@ -13,6 +14,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentmem/agentmem/internal/broker/brokertest"
+	"github.com/agentmem/agentmem/internal/metrics"
+	"github.com/agentmem/agentmem/internal/metrics/metricstest"
 	"github.com/agentmem/agentmem/internal/retrieve"
 	"github.com/agentmem/agentmem/pkg/client"
 	"github.com/agentmem/agentmem/pkg/events"
@@ -92,8 +95,19 @@ func TestStoredViewServesTheNextColdLoad(t *testing.T) {
 		t.Fatalf("the first cold load answered\n%+v\nwhere the stream answers\n%+v", first, fromStream)
 	}
 	entry := stored()
-	if again := cold(retrieve.Config{}, query); !reflect.DeepEqual(again, fromStream) {
+	m := metrics.New()
+	if again := cold(retrieve.Config{Metrics: m}, query); !reflect.DeepEqual(again, fromStream) {
 		t.Fatalf("a cold load with the stored view answered\n%+v\nwhere the stream answers\n%+v", again, fromStream)
+	}
+	srv := httptest.NewServer(m.Handler())
+	t.Cleanup(srv.Close)
+	const counter = "agentmem_retrieve_stored_view_sessions_total"
+	fams := metricstest.Scrape(t, srv.URL)
+	if got := fams.Value(counter, "outcome", "stored"); got != 3 {
+		t.Errorf("%s{outcome=stored} = %v after a cold load of three stored sessions, want 3", counter, got)
+	}
+	if got := fams.Value(counter, "outcome", "stream") + fams.Value(counter, "outcome", "stale"); got != 0 {
+		t.Errorf("%s: %v sessions read from the stream where the stored view served them all", counter, got)
 	}
 
 	// The value is what answers: a turn rewritten in it is found by its new words.

@@ -286,6 +286,7 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 		r.as.scanned = r.upTo
 		r.as.dirty = false
 	}
+	var fromValue, stale, fromStream atomic.Int64 // a cold load's sessions, by where they were read
 	var g errgroup.Group
 	g.SetLimit(archiveReaders)
 	for _, as := range dirty {
@@ -293,9 +294,13 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 			r := read{as: as}
 			if ss, ok := storedOf[as.state.Key.Session]; ok && as.scanned == 0 {
 				if r.stored, r.entries, r.docs, r.last, r.upTo = u.fromStored(ctx, store, stored, ss); r.stored != nil {
+					fromValue.Add(1)
 					apply(r)
 					return nil
 				}
+				stale.Add(1)
+			} else if build != nil {
+				fromStream.Add(1)
 			}
 			if as.stored {
 				// Taken from a stored view without its state: read again from the start (it
@@ -349,6 +354,9 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 		})
 	}
 	err := g.Wait()
+	views.count("stored", int(fromValue.Load()))
+	views.count("stale", int(stale.Load()))
+	views.count("stream", int(fromStream.Load()))
 	if len(fromStored) > 0 {
 		u.archIdx.AddPrepared(fromStored...)
 		u.noteIndexes()

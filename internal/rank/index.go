@@ -346,9 +346,7 @@ func (ix *Index) fieldTerms(p *Prepared, related []string) (terms []string, leng
 	if ix.plain(p, related) {
 		return p.terms, len(p.terms), used
 	}
-	words := cfg.ChineseWords > 0 && len(p.words) > 0
-	mention := cfg.Mention < 1 && len(p.mention) > 0
-	context := cfg.Context > 0 && len(p.context) > 0 && (cfg.ContextUpTo < 0 || len(p.terms) <= cfg.ContextUpTo)
+	words, mention, context := ix.fieldsOf(p)
 	out := make([]string, 0, len(p.terms)+len(p.words)+len(p.context)+len(p.speaker)+len(related))
 	for _, t := range p.terms {
 		if mention && slices.Contains(p.mention, t) {
@@ -385,12 +383,22 @@ func (ix *Index) fieldTerms(p *Prepared, related []string) (terms []string, leng
 // they count).
 func (ix *Index) plain(p *Prepared, related []string) bool {
 	cfg := &ix.cfg
-	if cfg.ChineseWords > 0 && (!p.segmented || len(p.words) > 0) {
+	if cfg.ChineseWords > 0 && !p.segmented {
 		return false
 	}
-	mention := cfg.Mention < 1 && len(p.mention) > 0
-	context := cfg.Context > 0 && len(p.context) > 0 && (cfg.ContextUpTo < 0 || len(p.terms) <= cfg.ContextUpTo)
-	return !mention && !context && (cfg.Speaker == 0 || len(p.speaker) == 0) && len(related) == 0
+	words, mention, context := ix.fieldsOf(p)
+	return !words && !mention && !context && (cfg.Speaker == 0 || len(p.speaker) == 0) && len(related) == 0
+}
+
+// fieldsOf reports which fields besides its own terms a prepared document is indexed with under the
+// index's config: its Chinese words, the terms naming its addressee (moved to their field), its
+// context's terms.
+func (ix *Index) fieldsOf(p *Prepared) (words, mention, context bool) {
+	cfg := &ix.cfg
+	words = cfg.ChineseWords > 0 && len(p.words) > 0
+	mention = cfg.Mention < 1 && len(p.mention) > 0
+	context = cfg.Context > 0 && len(p.context) > 0 && (cfg.ContextUpTo < 0 || len(p.terms) <= cfg.ContextUpTo)
+	return words, mention, context
 }
 
 // relatedWords returns the related words of each of docs (nil when Related is off): the WordNet

@@ -44,8 +44,8 @@ import (
 //     again from the start, as after a reset.
 //   - A user's forget purges the user's value (package forget), and so does the retriever when
 //     the forget's announcement reaches it (after any write of the user's view in flight), so
-//     forgotten text does not stay in the bucket; a value that does not decode, or names another tenant or user than its key, is
-//     reported (agentmem_kv_corrupt_total) and not used.
+//     forgotten text does not stay in the bucket; a value that does not decode, or names another
+//     tenant or user than its key, is reported (agentmem_kv_corrupt_total) and not used.
 //   - A value larger than the bucket takes (the server's max payload) is not written: such a
 //     user is read from the stream every time.
 //

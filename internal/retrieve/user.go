@@ -195,9 +195,9 @@ func (u *userView) visibleAt(id string, t time.Time) bool {
 }
 
 // refreshArchive reads the turns of every session that changed since the last request. The
-// first time, a session unchanged since the user's stored view (views, nil for none) was written
-// is taken from it, and the view read is then stored for the next cold load (snapshot.go);
-// prefetched, when not nil, returns the stored view, read meanwhile.
+// first time, a session unchanged since the user's stored view was written is taken from it
+// (prefetched returns the view, read while the long-term memory was; nil: none), and the view
+// read is then stored in views (nil: stored views are off) for the next cold load (snapshot.go).
 func (u *userView) refreshArchive(ctx context.Context, store *session.Store, reader *archive.Reader, views *viewStore, prefetched func() *storedView) error {
 	var dirty []*archiveSession
 	for _, as := range u.sessions {
@@ -212,8 +212,6 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 		u.archTried = true
 		if prefetched != nil {
 			stored = prefetched()
-		} else {
-			stored = views.read(ctx, u.key)
 		}
 		build = newViewBuilder(u.key, stored)
 		if stored != nil {

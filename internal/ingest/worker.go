@@ -258,14 +258,20 @@ func (p *partition) drop(k session.Key) {
 
 // keepPartition serves partition p until ctx ends, starting it again when it stops on its own:
 // binding its consumers fails while, for example, their leader is being elected after a server
-// restart, and a partition its owner does not serve is served by nobody. The pause between
-// tries grows from 250 ms to 5 s.
+// restart, or one of its consumers stops delivering (worker.Ordered returns then), and a
+// partition its owner does not serve is served by nobody. The pause between tries grows from
+// 250 ms to 5 s, and starts again from 250 ms after a run that served a minute.
 func (w *Worker) keepPartition(ctx context.Context, p int) {
-	pause := 250 * time.Millisecond
+	const first = 250 * time.Millisecond
+	pause := first
 	for {
+		start := time.Now()
 		err := w.runPartition(ctx, p)
 		if ctx.Err() != nil {
 			return
+		}
+		if time.Since(start) > time.Minute {
+			pause = first // it served a while: a new failure, not the same one again
 		}
 		w.log.Warn().Err(err).Int("partition", p).Dur("retry_in", pause).Msg("partition stopped; starting it again")
 		select {

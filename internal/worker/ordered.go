@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -126,8 +127,11 @@ type feed struct {
 	ch      chan jetstream.Msg
 	cc      jetstream.ConsumeContext
 	settler *settler
-	last    uint64 // consumer sequence of the last delivery
-	run     uint64
+	// failed is the last error the consumer reported (its ConsumeErrHandler): what stopped it,
+	// when it stops on its own.
+	failed atomic.Pointer[error]
+	last   uint64 // consumer sequence of the last delivery
+	run    uint64
 }
 
 // Run consumes feeds until ctx is cancelled; then it drains them, handles and settles what they
@@ -149,9 +153,9 @@ func (o *Ordered) Run(ctx context.Context, feeds ...Source) error {
 		}
 		started = append(started, f)
 	}
-	o.serve(ctx, started)
+	err := o.serve(ctx, started)
 	started = nil
-	return nil
+	return err
 }
 
 // start delivers a consumer's messages into a channel large enough for everything it may have
@@ -168,6 +172,7 @@ func (o *Ordered) start(ctx context.Context, fd consumed) (*feed, error) {
 	opts := []jetstream.PullConsumeOpt{
 		jetstream.PullMaxMessages(o.cfg.BatchSize),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+			f.failed.Store(&err)
 			if !errors.Is(err, jetstream.ErrConsumerDeleted) {
 				o.log.Debug().Err(err).Str("consumer", fd.consumer).Msg("consume")
 			}
@@ -197,18 +202,36 @@ func (o *Ordered) next(first jetstream.Msg, ch chan jetstream.Msg) []jetstream.M
 	return batch
 }
 
-// serve hands the batches of feeds to their handlers, one at a time, until ctx is cancelled;
-// then it drains the consumers and handles what they had already delivered.
-func (o *Ordered) serve(ctx context.Context, feeds []*feed) {
-	cases := make([]reflect.SelectCase, len(feeds)+1)
+// serve hands the batches of feeds to their handlers, one at a time, until ctx is cancelled or
+// a consumer stops delivering on its own; then it drains the consumers and handles what they
+// had already delivered. It returns why a consumer stopped, nil when ctx was cancelled.
+//
+// nats.go stops consuming for good on a terminal status (the consumer deleted, a bad request)
+// and reports it only to the error handler: without watching for it, the feed would wait for
+// ever on a consumer that no longer delivers, and its partition would stall until a restart.
+// Returning lets the caller start the feeds again (ingest's keepPartition does, with backoff).
+func (o *Ordered) serve(ctx context.Context, feeds []*feed) error {
+	n := len(feeds)
+	cases := make([]reflect.SelectCase, 2*n+1)
 	for i, f := range feeds {
 		cases[i] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(f.ch)}
+		cases[n+i] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(f.cc.Closed())}
 	}
-	cases[len(feeds)] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())}
-	for {
+	cases[2*n] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())}
+	var stopped error
+	for stopped == nil {
 		i, v, _ := reflect.Select(cases)
-		if i == len(feeds) {
+		if i == 2*n {
 			break
+		}
+		if i >= n {
+			f := feeds[i-n]
+			stopped = fmt.Errorf("consumer %q stopped delivering", f.consumer)
+			if err := f.failed.Load(); err != nil {
+				stopped = fmt.Errorf("%w: %w", stopped, *err)
+			}
+			o.log.Warn().Err(stopped).Msg("a consumer stopped; draining the others")
+			continue
 		}
 		o.batch(feeds[i], o.next(v.Interface().(jetstream.Msg), feeds[i].ch))
 	}
@@ -231,6 +254,7 @@ func (o *Ordered) serve(ctx context.Context, feeds []*feed) {
 			o.batch(f, o.next(<-f.ch, f.ch))
 		}
 	}
+	return stopped
 }
 
 // batch handles and settles one batch of f, keeping its messages with heartbeats meanwhile.

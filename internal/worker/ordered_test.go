@@ -173,3 +173,50 @@ func TestOrderedSettlesEachMessageByItsOutcome(t *testing.T) {
 		t.Fatalf("dead letters %q, want the bad one and the unkeyed one; recorded ones are the handler's", reasons)
 	}
 }
+
+// A consumer that stops delivering on its own (nats.go stops consuming for good when the
+// server says the consumer was deleted) ends Run with the reason, after what was delivered is
+// handled, instead of leaving the runner waiting for ever on a feed that no longer delivers:
+// the caller starts it again (ingest's keepPartition).
+func TestOrderedReturnsWhenAConsumerStops(t *testing.T) {
+	_, js := setup(t, -1, 5*time.Second)
+	handled := make(chan string, 16)
+	o := worker.NewOrdered(worker.OrderedConfig{Name: "test", BatchSize: 4}, js, deadletter.NewWriter(js, 0), zerolog.Nop())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- o.Run(ctx, worker.Feed[string]{Stream: "WORK", Consumer: "w",
+			Group: func(m jetstream.Msg) (string, error) { return m.Subject(), nil },
+			Handle: func(_ context.Context, g []worker.Delivery[string]) ([]error, error) {
+				for _, d := range g {
+					handled <- string(d.Msg.Data())
+				}
+				return nil, nil
+			}})
+	}()
+	if _, err := js.Publish(context.Background(), "work.a", []byte("a1")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-handled:
+		if got != "a1" {
+			t.Fatalf("handled %q, want a1", got)
+		}
+	case err := <-done:
+		t.Fatalf("Run returned before the first message was handled: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first message was not handled in 30 s")
+	}
+	if err := js.DeleteConsumer(context.Background(), "WORK", "w"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), `consumer "w" stopped delivering`) || !errors.Is(err, jetstream.ErrConsumerDeleted) {
+			t.Fatalf("Run returned %v, want the consumer named as stopped because it was deleted", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run still waits on a consumer that was deleted 30 s ago")
+	}
+}

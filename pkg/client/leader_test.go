@@ -119,4 +119,7 @@ func TestClientRidesThroughALeaderCrash(t *testing.T) {
 			t.Errorf("session s%d: its last turn %s is not applied: %v", p, ids[len(ids)-1], err)
 		}
 	}
+	if t.Failed() {
+		c.Explain(t)
+	}
 }

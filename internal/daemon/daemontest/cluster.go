@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,13 +34,14 @@ type Cluster struct {
 	// JS is the test's own JetStream context, on a connection to every node.
 	JS    jetstream.JetStream
 	first string // the URL connections try first
+	logs  *ring  // the workers' last log lines, for Explain
 }
 
 // StartCluster starts the cluster, creates the topology and starts ingest (sessions never
 // ended for idleness) and the retriever; all of it stops when the test ends.
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
-	c := &Cluster{CrashCluster: brokertest.StartCrashCluster(t, 3), Topology: events.DefaultTopology()}
+	c := &Cluster{CrashCluster: brokertest.StartCrashCluster(t, 3), Topology: events.DefaultTopology(), logs: &ring{max: 300}}
 	c.Topology.Partitions, c.Topology.Replicas = 4, 3
 	c.JS = c.JetStream(t, c.Connect(t, "test"))
 	setup, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -47,7 +51,7 @@ func StartCluster(t testing.TB) *Cluster {
 	}
 	c.first = c.Server(c.TurnsLeader(t)).ClientURL()
 	nc := c.Connect(t, "workers")
-	sh := &stage.Shared{NC: nc, JS: c.JetStream(t, nc), Topology: c.Topology, Log: zerolog.Nop()}
+	sh := &stage.Shared{NC: nc, JS: c.JetStream(t, nc), Topology: c.Topology, Log: zerolog.New(c.logs).Level(zerolog.DebugLevel).With().Timestamp().Logger()}
 	sh.Stages = []stage.Stage{ingest.Stage(ingest.Config{IdleTimeout: -1}), retrieve.Stage(retrieve.Config{})}
 	var runners []stage.Runner
 	for _, st := range sh.Stages {
@@ -194,4 +198,61 @@ func (c *Cluster) CrashTurnsLeaderUnder(t testing.TB, acked *atomic.Int64, errs 
 	t.Logf("crashed %s, the turns stream's leader, after %d acknowledged", leader, before)
 	brokertest.CheckFor(t, after, 10*time.Millisecond, running(before+400))
 	return leader
+}
+
+// Explain logs, for a test that found a turn not applied, the state of the ingest consumers of
+// the turns stream (as their leaders report it) and the workers' last log lines.
+func (c *Cluster) Explain(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, name := range c.Servers {
+		t.Logf("node %s running %v", name.Name(), name.Running())
+	}
+	for p := range c.Topology.Partitions {
+		for _, cc := range []struct{ stream, name string }{
+			{c.Topology.TurnsStream(), ingest.TurnsConsumerName(c.Topology, p)},
+			{c.Topology.SummaryStream(), ingest.SummaryConsumerName(c.Topology, p)},
+		} {
+			cons, err := c.JS.Consumer(ctx, cc.stream, cc.name)
+			if err != nil {
+				t.Logf("consumer %s: %v", cc.name, err)
+				continue
+			}
+			i := cons.CachedInfo()
+			leader := ""
+			if i.Cluster != nil {
+				leader = i.Cluster.Leader
+			}
+			t.Logf("consumer %s: leader %s, delivered %d/%d, ack floor %d/%d, pending %d, ack pending %d, redelivered %d, waiting %d, groups %+v",
+				cc.name, leader, i.Delivered.Consumer, i.Delivered.Stream, i.AckFloor.Consumer, i.AckFloor.Stream,
+				i.NumPending, i.NumAckPending, i.NumRedelivered, i.NumWaiting, i.PriorityGroups)
+		}
+	}
+	for _, l := range c.logs.lines() {
+		t.Log(l)
+	}
+}
+
+// ring keeps the last max lines written to it.
+type ring struct {
+	mu  sync.Mutex
+	max int
+	buf []string
+}
+
+func (r *ring) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.buf = append(r.buf, strings.TrimRight(string(p), "\n"))
+	if len(r.buf) > 2*r.max {
+		r.buf = append(r.buf[:0], r.buf[len(r.buf)-r.max:]...)
+	}
+	return len(p), nil
+}
+
+func (r *ring) lines() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.buf[max(0, len(r.buf)-r.max):])
 }

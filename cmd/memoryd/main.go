@@ -70,6 +70,7 @@ func run(ctx context.Context, args []string) error {
 	mem := settings.BindMemory(fs)
 	viewIdle := retrieve.BindViewIdle(fs)
 	storedViews := retrieve.BindStoredViews(fs)
+	warmViews := retrieve.BindWarmViews(fs)
 	logf := settings.BindLog(fs)
 	if err := settings.Parse(fs, args); err != nil {
 		return err
@@ -143,7 +144,7 @@ func run(ctx context.Context, args []string) error {
 			MaxContentBytes: *maxContent, IdleTimeout: *idle, RepressureAfter: *repressure, Limits: lim,
 		},
 		Retrieve: retrieve.Config{Tokenizer: budget.Tokenizer, Decay: d, Embedder: embedder, Limits: lim, PreviousEmbedder: prev,
-			ViewIdle: *viewIdle, NoStoredViews: !*storedViews},
+			ViewIdle: *viewIdle, NoStoredViews: !*storedViews, WarmAfter: retrieve.WarmAfter(*warmViews)},
 		Compress: compress.Config{Tokenizer: budget.Tokenizer},
 		Extract:  extract.Config{Tokenizer: budget.Tokenizer},
 		LLM:      *llmCfg,

@@ -34,3 +34,27 @@ func RewriteStoredTurn(tenant, user string, data []byte, id, content string) ([]
 	}
 	return encodeView(v)
 }
+
+// StoredSession is a session of a stored view: its turns' ids and the revision of the header it
+// was read at.
+type StoredSession struct {
+	Turns []string
+	Rev   uint64
+}
+
+// StoredSessions returns the sessions of a stored view's data (of tenant and user).
+func StoredSessions(tenant, user string, data []byte) (map[string]StoredSession, error) {
+	v, err := decodeView(userKey{tenant, user}, data)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]StoredSession{}
+	for _, s := range v.Sessions {
+		ss := StoredSession{Rev: s.Rev}
+		for _, t := range s.Turns {
+			ss.Turns = append(ss.Turns, t.ID)
+		}
+		out[s.Session] = ss
+	}
+	return out, nil
+}

@@ -68,6 +68,15 @@ func subscribeForgets(ctx context.Context, nc *nats.Conn, buffer int, sweep time
 		return nil, fmt.Errorf("subscribing to forget events: %w", err)
 	}
 	f.sub = sub
+	// The server has the subscription before Start returns: an announcement published after
+	// that (by another connection) reaches the feed. Without the round trip it could arrive
+	// first and be lost, and a view loaded before it kept the forgotten user's memory.
+	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := nc.FlushWithContext(fctx); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("subscribing to forget events: %w", err)
+	}
 	go func() {
 		t := time.NewTicker(sweep)
 		defer t.Stop()

@@ -1,6 +1,7 @@
 package retrieve
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -86,6 +87,9 @@ type Service struct {
 	// stored reads and writes users' stored views (snapshot.go); nil with Config.NoStoredViews
 	// or without the view bucket.
 	stored *viewStore
+	// warm stores the views of users whose sessions went quiet (warm.go); nil without stored
+	// views or with a negative Config.WarmAfter.
+	warm *warmer
 }
 
 // New returns a retriever. The topology must exist (events.Topology.Ensure).
@@ -131,6 +135,9 @@ func New(ctx context.Context, cfg Config, nc *nats.Conn, js jetstream.JetStream,
 		// cold loads then read the stream only.
 		if kv, err := js.KeyValue(ctx, cfg.Topology.ViewBucket()); err == nil {
 			s.stored = newViewStore(kv, int(nc.MaxPayload())-4096, s.log, cfg.Metrics)
+			if cfg.WarmAfter >= 0 {
+				s.warm = newWarmer(cmp.Or(cfg.WarmAfter, DefaultWarmAfter))
+			}
 		}
 	}
 	s.reportFootprint(cfg.Metrics.Footprint())
@@ -154,6 +161,9 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	s.forgets = forgets
 	go s.dropIdleViews(ctx)
+	if s.warm != nil {
+		go s.warmViews(ctx)
+	}
 	svc, err := micro.AddService(s.nc, micro.Config{
 		Name:        ServiceName,
 		Version:     Version,

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/klauspost/compress/s2"
@@ -140,6 +141,9 @@ type viewStore struct {
 	// neither read nor written meanwhile.
 	mu         sync.Mutex
 	forgetting map[userKey]int
+	// forgets counts the forget announcements seen: a view whose load began before one is not
+	// written (it may hold what the forget removed, read before its tombstones).
+	forgets atomic.Uint64
 }
 
 func newViewStore(kv jetstream.KeyValue, maxBytes int, log zerolog.Logger, m *metrics.Metrics) *viewStore {
@@ -171,6 +175,7 @@ func (vs *viewStore) forget(k userKey) {
 	vs.mu.Lock()
 	vs.forgetting[k]++
 	vs.mu.Unlock()
+	vs.forgets.Add(1)
 	go func() {
 		vs.writing <- struct{}{}
 		defer func() { <-vs.writing }()
@@ -209,12 +214,7 @@ func (vs *viewStore) read(ctx context.Context, k userKey) *storedView {
 // write stores the view b builds, in the background, unless a write is in flight or the view is
 // too large.
 func (vs *viewStore) write(b *viewBuilder) {
-	k := b.key
-	if vs == nil || vs.skips(k) {
-		return
-	}
-	if b.textBytes() > 2*vs.maxBytes {
-		vs.count("too_large", 1) // its text alone would not compress below the limit
+	if vs == nil || vs.skips(b.key) || vs.tooLarge(b) {
 		return
 	}
 	select {
@@ -224,42 +224,74 @@ func (vs *viewStore) write(b *viewBuilder) {
 	}
 	go func() {
 		defer func() { <-vs.writing }()
-		if vs.skips(k) {
-			return // a forget of the user came meanwhile
-		}
-		v, err := b.build()
-		var data []byte
-		if err == nil {
-			data, err = encodeView(v)
-		}
-		if err != nil {
-			vs.log.Warn().Err(err).Str("tenant", k.tenant).Str("user", k.user).Msg("encoding a stored view")
-			return
-		}
-		if len(data) > vs.maxBytes {
-			vs.count("too_large", 1)
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if _, err := vs.kv.Put(ctx, viewKey(k), data); err != nil {
-			if !errors.Is(err, context.Canceled) {
-				vs.log.Debug().Err(err).Str("tenant", k.tenant).Str("user", k.user).Msg("storing a view")
-			}
-			return
-		}
-		vs.count("written", 1)
+		vs.store(b)
 	}()
+}
+
+// writeNow stores the view b builds once no other write is in flight, and returns when it is
+// written (or given up: ctx ended, too large, failed).
+func (vs *viewStore) writeNow(ctx context.Context, b *viewBuilder) {
+	if vs == nil || vs.skips(b.key) || vs.tooLarge(b) {
+		return
+	}
+	select {
+	case vs.writing <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
+	defer func() { <-vs.writing }()
+	vs.store(b)
+}
+
+// tooLarge reports (and counts) a view whose text alone would not compress below the limit.
+func (vs *viewStore) tooLarge(b *viewBuilder) bool {
+	if b.textBytes() > 2*vs.maxBytes {
+		vs.count("too_large", 1)
+		return true
+	}
+	return false
+}
+
+// store encodes and writes the view b builds; the caller holds the writing slot.
+func (vs *viewStore) store(b *viewBuilder) {
+	k := b.key
+	if vs.skips(k) || vs.forgets.Load() != b.forgets {
+		return // a forget came since the load began
+	}
+	v, err := b.build()
+	var data []byte
+	if err == nil {
+		data, err = encodeView(v)
+	}
+	if err != nil {
+		vs.log.Warn().Err(err).Str("tenant", k.tenant).Str("user", k.user).Msg("encoding a stored view")
+		return
+	}
+	if len(data) > vs.maxBytes {
+		vs.count("too_large", 1)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := vs.kv.Put(ctx, viewKey(k), data); err != nil {
+		if !errors.Is(err, context.Canceled) {
+			vs.log.Debug().Err(err).Str("tenant", k.tenant).Str("user", k.user).Msg("storing a view")
+		}
+		return
+	}
+	vs.count("written", 1)
 }
 
 // viewBuilder gathers what a cold load read, cheaply (references to what it read), for build to
 // make the stored view of in the background.
 type viewBuilder struct {
-	key  userKey
-	from *storedView // the stored view the load used, if any
-	kept []storedSession
-	read []readSession
-	mu   sync.Mutex
+	key userKey
+	// forgets is viewStore.forgets when the load began.
+	forgets uint64
+	from    *storedView // the stored view the load used, if any
+	kept    []storedSession
+	read    []readSession
+	mu      sync.Mutex
 }
 
 // readSession is a session a cold load read from the stream from its start.
@@ -271,8 +303,8 @@ type readSession struct {
 	terms        [][]string
 }
 
-func newViewBuilder(k userKey, from *storedView) *viewBuilder {
-	return &viewBuilder{key: k, from: from}
+func newViewBuilder(vs *viewStore, k userKey, from *storedView) *viewBuilder {
+	return &viewBuilder{key: k, from: from, forgets: vs.forgets.Load()}
 }
 
 // keep records a session taken from the stored view.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http/httptest"
 	"reflect"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/internal/metrics/metricstest"
 	"github.com/agentmem/agentmem/internal/retrieve"
+	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/pkg/client"
 	"github.com/agentmem/agentmem/pkg/events"
 )
@@ -27,7 +29,9 @@ import (
 // value is read again from its start when it changes; a value that does not decode is not used;
 // a user's forget removes it.
 func TestStoredViewServesTheNextColdLoad(t *testing.T) {
-	e := start(t)
+	// The daemon's retriever does not warm (TestWarmerStoresTheViewsOfQuietUsers): here only
+	// cold loads store views, when the test says.
+	e := startWith(t, retrieve.Config{WarmAfter: -1})
 	ctx := context.Background()
 	js, topo := e.jetStream(t)
 	for s := range 3 {
@@ -186,5 +190,115 @@ func TestStoredViewServesTheNextColdLoad(t *testing.T) {
 	}
 	if _, err := kv.Get(ctx, "acme.ada"); !errors.Is(err, jetstream.ErrKeyNotFound) {
 		t.Fatalf("after the user's forget the stored view reads %v, want none", err)
+	}
+}
+
+// The warmer stores the view of a user whose sessions went quiet, with no request for it: the
+// user's next cold load takes every session from the value and answers as the turns stream does;
+// a session that changes is stored again once quiet; a forgotten user is not stored again.
+func TestWarmerStoresTheViewsOfQuietUsers(t *testing.T) {
+	e := startWith(t, retrieve.Config{WarmAfter: 50 * time.Millisecond})
+	ctx := context.Background()
+	js, topo := e.jetStream(t)
+	kv, err := js.KeyValue(ctx, topo.ViewBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Seeding loads the user in the daemon's retriever once (it waits for each session's last
+	// turn): that cold load stores a view of the first session only, and the retriever's
+	// cached view never stores another. The warmer stores the other two.
+	for s := range 3 {
+		turns := conversation()
+		for i := range turns {
+			turns[i].ID = fmt.Sprintf("cy-%d-%02d", s, i)
+			turns[i].Time = day.Add(time.Duration(s)*time.Hour + time.Duration(i)*time.Minute)
+		}
+		e.seed(t, fmt.Sprintf("cy-%d", s), "cy", turns)
+	}
+	headers, err := js.KeyValue(ctx, topo.SessionBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// stored waits until user's stored view holds the sessions want names, each read at the
+	// session's current header, and returns each session's turns.
+	stored := func(user string, want ...string) map[string][]string {
+		t.Helper()
+		out := map[string][]string{}
+		brokertest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+			en, err := kv.Get(ctx, "acme."+user)
+			if err != nil {
+				return err
+			}
+			got, err := retrieve.StoredSessions("acme", user, en.Value())
+			if err != nil {
+				return err
+			}
+			if names := slices.Sorted(maps.Keys(got)); !slices.Equal(names, want) {
+				return fmt.Errorf("the stored view holds sessions %v, want %v", names, want)
+			}
+			for name, ss := range got {
+				h, err := headers.Get(ctx, session.Key{Tenant: "acme", Session: name}.String())
+				if err != nil {
+					return err
+				}
+				if h.Revision() != ss.Rev {
+					return fmt.Errorf("session %s is stored at revision %d, its header is at %d", name, ss.Rev, h.Revision())
+				}
+				out[name] = ss.Turns
+			}
+			return nil
+		})
+		return out
+	}
+	stored("cy", "cy-0", "cy-1", "cy-2")
+	cold := func(cfg retrieve.Config) events.RetrieveReply {
+		t.Helper()
+		cfg.Now = func() time.Time { return day.Add(48 * time.Hour) }
+		svc, err := retrieve.New(ctx, cfg, e.nc, js, zerolog.Nop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, rerr := svc.Retrieve(ctx, "acme", events.RetrieveRequest{Query: "favourite programming language", User: "cy", Sources: []string{"archive", "long"}, Limit: intp(50)})
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		return r
+	}
+	fromValue := func() {
+		t.Helper()
+		m := metrics.New()
+		want := cold(retrieve.Config{NoStoredViews: true})
+		if got := cold(retrieve.Config{Metrics: m, WarmAfter: -1}); !reflect.DeepEqual(got, want) {
+			t.Fatalf("a cold load from the warmed view answered\n%+v\nwhere the stream answers\n%+v", got, want)
+		}
+		srv := httptest.NewServer(m.Handler())
+		defer srv.Close()
+		const counter = "agentmem_retrieve_stored_view_sessions_total"
+		fams := metricstest.Scrape(t, srv.URL)
+		if got := fams.Value(counter, "outcome", "stored"); got != 3 {
+			t.Errorf("%s{outcome=stored} = %v for a cold load after warming, want 3", counter, got)
+		}
+		if got := fams.Value(counter, "outcome", "stream") + fams.Value(counter, "outcome", "stale"); got != 0 {
+			t.Errorf("%s: %v sessions read from the stream after warming", counter, got)
+		}
+	}
+	fromValue()
+
+	// A session that changes is stored again once it is quiet.
+	e.seed(t, "cy-1", "cy", []client.Turn{{ID: "cy-1-99", Content: "I switched to Rust last month.", Time: day.Add(3 * time.Hour)}})
+	if got := stored("cy", "cy-0", "cy-1", "cy-2")["cy-1"]; !slices.Contains(got, "cy-1-99") {
+		t.Fatalf("session cy-1 is stored with turns %v, without cy-1-99", got)
+	}
+	fromValue()
+
+	// A forgotten user is not stored again: the forget's tombstones are not warmed. Another
+	// user's view, stored after them, shows that the warmer went past them.
+	if _, err := e.cl.Forget(ctx, "cy"); err != nil {
+		t.Fatal(err)
+	}
+	e.seed(t, "dee-0", "dee", conversation())
+	stored("dee", "dee-0")
+	if _, err := kv.Get(ctx, "acme.cy"); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatalf("after the user's forget, the stored view reads %v, want none", err)
 	}
 }

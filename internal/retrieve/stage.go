@@ -38,12 +38,13 @@ func bindFlags(fs *flag.FlagSet) func(stage.Options) (stage.Stage, error) {
 	prevModel := fs.String("embed-previous-model", "", "during a model change, the model of the same endpoint the stored vectors were made with: queries use it until memctl reembed has completed --embed-model (docs/vectors.md)")
 	viewIdle := BindViewIdle(fs)
 	storedViews := BindStoredViews(fs)
+	warmViews := BindWarmViews(fs)
 	return func(o stage.Options) (stage.Stage, error) {
 		d, err := memory.ParseDecay(*decay)
 		if err != nil {
 			return stage.Stage{}, fmt.Errorf("--decay: %w", err)
 		}
-		cfg := Config{Tokenizer: o.Tokenizer, Decay: d, Limits: o.Limits, ViewIdle: *viewIdle, NoStoredViews: !*storedViews}
+		cfg := Config{Tokenizer: o.Tokenizer, Decay: d, Limits: o.Limits, ViewIdle: *viewIdle, NoStoredViews: !*storedViews, WarmAfter: WarmAfter(*warmViews)}
 		if o.MemoryLimit > 0 {
 			cfg.MaxUserBytes, cfg.MemoryLimit = ViewBytes(o.MemoryLimit), o.MemoryLimit
 		}
@@ -68,6 +69,20 @@ func bindFlags(fs *flag.FlagSet) func(stage.Options) (stage.Stage, error) {
 // run a retriever.
 func BindStoredViews(fs *flag.FlagSet) *bool {
 	return fs.Bool("stored-views", true, "store each user's view once loaded (bucket AGENTMEM_VIEWS) and read it back on the user's next cold load, for the sessions unchanged since (false: every cold load reads the turns stream)")
+}
+
+// BindWarmViews registers --warm-views (Config.WarmAfter; 0 turns warming off), for the
+// commands that run a retriever.
+func BindWarmViews(fs *flag.FlagSet) *time.Duration {
+	return fs.Duration("warm-views", DefaultWarmAfter, "store the view of a user whose sessions had no commit for this long, so that the user's next cold load reads it instead of the turns stream (0: only cold loads store views)")
+}
+
+// WarmAfter is Config.WarmAfter for the value of --warm-views: 0 there turns warming off.
+func WarmAfter(flag time.Duration) time.Duration {
+	if flag <= 0 {
+		return -1
+	}
+	return flag
 }
 
 // BindViewIdle registers --view-idle (Config.ViewIdle), for the commands that run a retriever.

@@ -62,6 +62,8 @@ type userView struct {
 	// archTried is set by the first reading of the archive, which alone uses and writes the
 	// user's stored view (snapshot.go).
 	archTried bool
+	// warming: the view is the warmer's (warm.go), which waits for its stored view's write.
+	warming bool
 }
 
 // turnMeta is the metadata of an archived turn: its own with its role and session added, or
@@ -213,7 +215,7 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 		if prefetched != nil {
 			stored = prefetched()
 		}
-		build = newViewBuilder(u.key, stored)
+		build = newViewBuilder(views, u.key, stored)
 		if stored != nil {
 			for _, ss := range stored.Sessions {
 				storedOf[ss.Session] = ss
@@ -352,9 +354,11 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 		})
 	}
 	err := g.Wait()
-	views.count("stored", int(fromValue.Load()))
-	views.count("stale", int(stale.Load()))
-	views.count("stream", int(fromStream.Load()))
+	if !u.warming { // the counts are of the loads that serve requests
+		views.count("stored", int(fromValue.Load()))
+		views.count("stale", int(stale.Load()))
+		views.count("stream", int(fromStream.Load()))
+	}
 	if len(fromStored) > 0 {
 		u.archIdx.AddPrepared(fromStored...)
 		u.noteIndexes()
@@ -363,7 +367,11 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 		return err // a session that failed stays dirty, for the next request to read
 	}
 	if build != nil && build.fresh() {
-		views.write(build)
+		if u.warming {
+			views.writeNow(ctx, build)
+		} else {
+			views.write(build)
+		}
 	}
 	return nil
 }
@@ -648,6 +656,7 @@ func (s *Service) watch(ctx context.Context, js jetstream.JetStream) error {
 				}
 				if k, err := session.ParseKey(e.Key()); err == nil {
 					s.users.markSession(k.Tenant, k.Session)
+					s.warm.note(k, e.Operation() != jetstream.KeyValuePut || session.IsTombstone(e.Value()), time.Now())
 				}
 			}
 		}

@@ -420,10 +420,10 @@ func (st *Store) WatchHeader(ctx context.Context, key Key) (jetstream.KeyWatcher
 	return w, nil
 }
 
-// tombstone reports whether a stored header is a forget's tombstone (a corrupt one is not). The
+// IsTombstone reports whether a stored header is a forget's tombstone (a corrupt one is not). The
 // commit watch asks it of every header written: only a value holding the "forgotten" key (other
 // headers omit it) is decoded, a 3.7 µs decode of a usual 450-byte header skipped.
-func tombstone(value []byte) bool {
+func IsTombstone(value []byte) bool {
 	if !bytes.Contains(value, []byte(`"forgotten"`)) {
 		return false
 	}
@@ -488,7 +488,7 @@ func (st *Store) Reset(ctx context.Context, key Key) (bool, error) {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 	case err != nil:
 		return false, fmt.Errorf("reading the header of %q: %w", key, err)
-	case tombstone(entry.Value()):
+	case IsTombstone(entry.Value()):
 		return true, nil
 	default:
 		if _, err := archive.PurgeKV(ctx, st.js, st.headers.Bucket(), key.String()); err != nil {
@@ -524,7 +524,7 @@ func (st *Store) WatchCommits(ctx context.Context, fn func(k Key, forgotten bool
 					continue
 				}
 				if k, err := ParseKey(e.Key()); err == nil {
-					fn(k, tombstone(e.Value()))
+					fn(k, IsTombstone(e.Value()))
 				}
 			}
 		}

@@ -70,9 +70,9 @@ type Config struct {
 	// (snapshot.go; by default a user's view is stored once loaded and read back by the next
 	// cold load of the user).
 	NoStoredViews bool
-	// WarmAfter is how long a session goes without a commit before the warmer stores its user's
-	// view (warm.go; default DefaultWarmAfter; negative: never, a view is stored by cold loads
-	// only). Without stored views there is nothing to warm.
+	// WarmAfter is how long the pipeline goes without a commit before the warmer stores the views
+	// of the users whose sessions changed (warm.go; default DefaultWarmAfter; negative: never, a
+	// view is stored by cold loads only). Without stored views there is nothing to warm.
 	WarmAfter time.Duration
 	// Now is the clock used when a request has no "at" (default time.Now).
 	Now func() time.Time

@@ -74,7 +74,7 @@ func BindStoredViews(fs *flag.FlagSet) *bool {
 // BindWarmViews registers --warm-views (Config.WarmAfter; 0 turns warming off), for the
 // commands that run a retriever.
 func BindWarmViews(fs *flag.FlagSet) *time.Duration {
-	return fs.Duration("warm-views", DefaultWarmAfter, "store the view of a user whose sessions had no commit for this long, so that the user's next cold load reads it instead of the turns stream (0: only cold loads store views)")
+	return fs.Duration("warm-views", DefaultWarmAfter, "once no session had a commit for this long, store the views of the users whose sessions changed, so that a user's next cold load reads one value instead of the turns stream (0: only cold loads store views)")
 }
 
 // WarmAfter is Config.WarmAfter for the value of --warm-views: 0 there turns warming off.

@@ -40,14 +40,18 @@ func start(t *testing.T) *env {
 	return startWith(t, retrieve.Config{})
 }
 
-// startWith is start with the given retriever configuration (its clock is start's).
-func startWith(t *testing.T, rcfg retrieve.Config) *env {
+// startWith is start with the given retriever configuration (its clock is start's), and the
+// rest of the daemon's as opts change it.
+func startWith(t *testing.T, rcfg retrieve.Config, opts ...func(*daemon.Config)) *env {
 	t.Helper()
 	rcfg.Now = func() time.Time { return day.Add(48 * time.Hour) }
 	cfg := daemon.Config{
 		Broker:   broker.Config{Listen: "127.0.0.1:-1", DataDir: t.TempDir()},
 		Ingest:   ingest.Config{IdleTimeout: -1},
 		Retrieve: rcfg,
+	}
+	for _, o := range opts {
+		o(&cfg)
 	}
 	d, err := daemon.Start(context.Background(), cfg, zerolog.Nop())
 	if err != nil {

@@ -155,7 +155,13 @@ func (s *Service) Start(ctx context.Context) error {
 		s.stored.forget(k) // before the view goes: a cold load that follows reads no stored view
 		s.users.drop(k)
 	}
-	forgets, err := subscribeForgets(ctx, s.nc, forgetBuffer, forgetSweep, forget, s.users.dropAll)
+	// A lost announcement may have named anyone: every cached view goes, and no view whose load
+	// began before it is stored.
+	forgetAll := func() {
+		s.stored.forgotSomeone()
+		s.users.dropAll()
+	}
+	forgets, err := subscribeForgets(ctx, s.nc, forgetBuffer, forgetSweep, forget, forgetAll)
 	if err != nil {
 		return err
 	}

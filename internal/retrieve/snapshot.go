@@ -144,6 +144,35 @@ type viewStore struct {
 	// forgets counts the forget announcements seen: a view whose load began before one is not
 	// written (it may hold what the forget removed, read before its tombstones).
 	forgets atomic.Uint64
+	// large are the users whose view was too large to store: the warmer does not load them
+	// again (a cold load still tries, and a forget clears the mark).
+	large map[userKey]bool
+}
+
+// forgotSomeone makes the views whose load began before now unstored, as a forget announcement
+// does, for an announcement that was lost (whom it named is not known).
+func (vs *viewStore) forgotSomeone() {
+	if vs != nil {
+		vs.forgets.Add(1)
+	}
+}
+
+// isLarge reports whether k's view was too large to store.
+func (vs *viewStore) isLarge(k userKey) bool {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	return vs.large[k]
+}
+
+// markLarge records that k's view is too large to store, and counts it.
+func (vs *viewStore) markLarge(k userKey) {
+	vs.mu.Lock()
+	if vs.large == nil {
+		vs.large = map[userKey]bool{}
+	}
+	vs.large[k] = true
+	vs.mu.Unlock()
+	vs.count("too_large", 1)
 }
 
 func newViewStore(kv jetstream.KeyValue, maxBytes int, log zerolog.Logger, m *metrics.Metrics) *viewStore {
@@ -174,6 +203,7 @@ func (vs *viewStore) forget(k userKey) {
 	}
 	vs.mu.Lock()
 	vs.forgetting[k]++
+	delete(vs.large, k)
 	vs.mu.Unlock()
 	vs.forgets.Add(1)
 	go func() {
@@ -246,7 +276,7 @@ func (vs *viewStore) writeNow(ctx context.Context, b *viewBuilder) {
 // tooLarge reports (and counts) a view whose text alone would not compress below the limit.
 func (vs *viewStore) tooLarge(b *viewBuilder) bool {
 	if b.textBytes() > 2*vs.maxBytes {
-		vs.count("too_large", 1)
+		vs.markLarge(b.key)
 		return true
 	}
 	return false
@@ -268,7 +298,7 @@ func (vs *viewStore) store(b *viewBuilder) {
 		return
 	}
 	if len(data) > vs.maxBytes {
-		vs.count("too_large", 1)
+		vs.markLarge(k)
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/agentmem/agentmem/internal/broker/brokertest"
+	"github.com/agentmem/agentmem/internal/daemon"
 	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/internal/metrics/metricstest"
 	"github.com/agentmem/agentmem/internal/retrieve"
@@ -300,5 +302,55 @@ func TestWarmerStoresTheViewsOfQuietUsers(t *testing.T) {
 	stored("dee", "dee-0")
 	if _, err := kv.Get(ctx, "acme.cy"); !errors.Is(err, jetstream.ErrKeyNotFound) {
 		t.Fatalf("after the user's forget, the stored view reads %v, want none", err)
+	}
+}
+
+// A user whose view is too large to store (its text above twice the server's max payload) is
+// not loaded by the warmer once a load (the warmer's or a request's) found it so: loading it
+// again would be for nothing. The warmer goes on to the other users.
+func TestWarmerSkipsAUserTooLargeToStore(t *testing.T) {
+	m := metrics.New()
+	e := startWith(t, retrieve.Config{WarmAfter: 50 * time.Millisecond}, func(c *daemon.Config) {
+		c.Broker.MaxPayload, c.Metrics = 8<<10, m
+	})
+	ctx := context.Background()
+	js, topo := e.jetStream(t)
+	srv := httptest.NewServer(m.Handler())
+	t.Cleanup(srv.Close)
+	const counter = "agentmem_retrieve_stored_view_sessions_total"
+	count := func(outcome string) float64 { return metricstest.Scrape(t, srv.URL).Value(counter, "outcome", outcome) }
+	// 24 turns of 1 KB: 24 KB of text, above twice the 4 KB a value may take here. Seeding
+	// loads the user (it waits for the last turn), which finds the view too large.
+	big := make([]client.Turn, 24)
+	for i := range big {
+		big[i] = client.Turn{Content: fmt.Sprintf("turn %d: %s", i, strings.Repeat("the rollback plan for the billing service ", 24))}
+	}
+	e.seed(t, "big-0", "big", big)
+	brokertest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		if n := count("too_large"); n != 1 {
+			return fmt.Errorf("%v users too large, want the large one", n)
+		}
+		return nil
+	})
+	warmed := count("warmed")
+	// The large user changes, then a small one does: the warmer loads the small one and not the
+	// large one (taken first: its commit is older), whose load would count it too large again.
+	e.seed(t, "big-0", "big", []client.Turn{{ID: "big-0-99", Content: "One more turn."}})
+	e.seed(t, "small-0", "small", conversation())
+	brokertest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		if n := count("warmed"); n < warmed+1 {
+			return fmt.Errorf("%v users warmed, want %v", n, warmed+1)
+		}
+		return nil
+	})
+	if n, large := count("warmed"), count("too_large"); n != warmed+1 || large != 1 {
+		t.Fatalf("%v users warmed and %v too large, want %v (the small one added) and 1", n, large, warmed+1)
+	}
+	kv, err := js.KeyValue(ctx, topo.ViewBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Get(ctx, "acme.big"); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatalf("the large user's view reads %v, want none", err)
 	}
 }

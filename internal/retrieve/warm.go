@@ -162,8 +162,8 @@ func (s *Service) warmViews(ctx context.Context) {
 
 // warmUser loads k's view as a cold load would and stores it, keeping nothing.
 func (s *Service) warmUser(ctx context.Context, k userKey) {
-	if s.stored.skips(k) {
-		return
+	if s.stored.skips(k) || s.stored.isLarge(k) {
+		return // being forgotten, or too large to store: loading it would be for nothing
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()

@@ -138,6 +138,9 @@ func (c Config) withDefaults() Config {
 	if c.ViewIdle == 0 {
 		c.ViewIdle = DefaultViewIdle
 	}
+	if c.WarmAfter == 0 {
+		c.WarmAfter = DefaultWarmAfter
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}

@@ -1,7 +1,6 @@
 package retrieve
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -136,7 +135,7 @@ func New(ctx context.Context, cfg Config, nc *nats.Conn, js jetstream.JetStream,
 		if kv, err := js.KeyValue(ctx, cfg.Topology.ViewBucket()); err == nil {
 			s.stored = newViewStore(kv, int(nc.MaxPayload())-4096, s.log, cfg.Metrics)
 			if cfg.WarmAfter >= 0 {
-				s.warm = newWarmer(cmp.Or(cfg.WarmAfter, DefaultWarmAfter))
+				s.warm = newWarmer(cfg.WarmAfter)
 			}
 		}
 	}

@@ -36,30 +36,14 @@ func TestStoredViewServesTheNextColdLoad(t *testing.T) {
 	e := startWith(t, retrieve.Config{WarmAfter: -1})
 	ctx := context.Background()
 	js, topo := e.jetStream(t)
-	for s := range 3 {
-		turns := conversation()
-		for i := range turns {
-			turns[i].ID = fmt.Sprintf("ada-%d-%02d", s, i)
-			turns[i].Time = day.Add(time.Duration(s)*time.Hour + time.Duration(i)*time.Minute)
-		}
-		e.seed(t, fmt.Sprintf("ada-%d", s), "ada", turns)
-	}
+	e.seedUser(t, "ada", 3)
 	kv, err := js.KeyValue(ctx, topo.ViewBucket())
 	if err != nil {
 		t.Fatal(err)
 	}
 	cold := func(cfg retrieve.Config, query string) events.RetrieveReply {
 		t.Helper()
-		cfg.Now = func() time.Time { return day.Add(48 * time.Hour) }
-		svc, err := retrieve.New(ctx, cfg, e.nc, js, zerolog.Nop())
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, rerr := svc.Retrieve(ctx, "acme", events.RetrieveRequest{Query: query, User: "ada", Sources: []string{"archive", "long"}, Limit: intp(50)})
-		if rerr != nil {
-			t.Fatal(rerr)
-		}
-		return r
+		return e.coldRetrieve(t, js, cfg, "ada", query)
 	}
 	stored := func() jetstream.KeyValueEntry {
 		t.Helper()
@@ -105,16 +89,7 @@ func TestStoredViewServesTheNextColdLoad(t *testing.T) {
 	if again := cold(retrieve.Config{Metrics: m}, query); !reflect.DeepEqual(again, fromStream) {
 		t.Fatalf("a cold load with the stored view answered\n%+v\nwhere the stream answers\n%+v", again, fromStream)
 	}
-	srv := httptest.NewServer(m.Handler())
-	t.Cleanup(srv.Close)
-	const counter = "agentmem_retrieve_stored_view_sessions_total"
-	fams := metricstest.Scrape(t, srv.URL)
-	if got := fams.Value(counter, "outcome", "stored"); got != 3 {
-		t.Errorf("%s{outcome=stored} = %v after a cold load of three stored sessions, want 3", counter, got)
-	}
-	if got := fams.Value(counter, "outcome", "stream") + fams.Value(counter, "outcome", "stale"); got != 0 {
-		t.Errorf("%s: %v sessions read from the stream where the stored view served them all", counter, got)
-	}
+	checkAllStored(t, m, 3, "after a cold load of three stored sessions")
 
 	// The value is what answers: a turn rewritten in it is found by its new words.
 	data, err := retrieve.RewriteStoredTurn("acme", "ada", entry.Value(), "ada-1-06", "Bob keeps a marmoset called Quixotic.")
@@ -209,14 +184,7 @@ func TestWarmerStoresTheViewsOfQuietUsers(t *testing.T) {
 	// Seeding loads the user in the daemon's retriever once (it waits for each session's last
 	// turn): that cold load stores a view of the first session only, and the retriever's
 	// cached view never stores another. The warmer stores the other two.
-	for s := range 3 {
-		turns := conversation()
-		for i := range turns {
-			turns[i].ID = fmt.Sprintf("cy-%d-%02d", s, i)
-			turns[i].Time = day.Add(time.Duration(s)*time.Hour + time.Duration(i)*time.Minute)
-		}
-		e.seed(t, fmt.Sprintf("cy-%d", s), "cy", turns)
-	}
+	e.seedUser(t, "cy", 3)
 	headers, err := js.KeyValue(ctx, topo.SessionBucket())
 	if err != nil {
 		t.Fatal(err)
@@ -253,36 +221,15 @@ func TestWarmerStoresTheViewsOfQuietUsers(t *testing.T) {
 		return out
 	}
 	stored("cy", "cy-0", "cy-1", "cy-2")
-	cold := func(cfg retrieve.Config) events.RetrieveReply {
-		t.Helper()
-		cfg.Now = func() time.Time { return day.Add(48 * time.Hour) }
-		svc, err := retrieve.New(ctx, cfg, e.nc, js, zerolog.Nop())
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, rerr := svc.Retrieve(ctx, "acme", events.RetrieveRequest{Query: "favourite programming language", User: "cy", Sources: []string{"archive", "long"}, Limit: intp(50)})
-		if rerr != nil {
-			t.Fatal(rerr)
-		}
-		return r
-	}
 	fromValue := func() {
 		t.Helper()
+		const query = "favourite programming language"
 		m := metrics.New()
-		want := cold(retrieve.Config{NoStoredViews: true})
-		if got := cold(retrieve.Config{Metrics: m, WarmAfter: -1}); !reflect.DeepEqual(got, want) {
+		want := e.coldRetrieve(t, js, retrieve.Config{NoStoredViews: true}, "cy", query)
+		if got := e.coldRetrieve(t, js, retrieve.Config{Metrics: m, WarmAfter: -1}, "cy", query); !reflect.DeepEqual(got, want) {
 			t.Fatalf("a cold load from the warmed view answered\n%+v\nwhere the stream answers\n%+v", got, want)
 		}
-		srv := httptest.NewServer(m.Handler())
-		defer srv.Close()
-		const counter = "agentmem_retrieve_stored_view_sessions_total"
-		fams := metricstest.Scrape(t, srv.URL)
-		if got := fams.Value(counter, "outcome", "stored"); got != 3 {
-			t.Errorf("%s{outcome=stored} = %v for a cold load after warming, want 3", counter, got)
-		}
-		if got := fams.Value(counter, "outcome", "stream") + fams.Value(counter, "outcome", "stale"); got != 0 {
-			t.Errorf("%s: %v sessions read from the stream after warming", counter, got)
-		}
+		checkAllStored(t, m, 3, "for a cold load after warming")
 	}
 	fromValue()
 
@@ -352,5 +299,52 @@ func TestWarmerSkipsAUserTooLargeToStore(t *testing.T) {
 	}
 	if _, err := kv.Get(ctx, "acme.big"); !errors.Is(err, jetstream.ErrKeyNotFound) {
 		t.Fatalf("the large user's view reads %v, want none", err)
+	}
+}
+
+// seedUser seeds n sessions of user, "<user>-<s>", each the conversation (turns
+// "<user>-<s>-<i>"), an hour apart.
+func (e *env) seedUser(t *testing.T, user string, n int) {
+	t.Helper()
+	for s := range n {
+		turns := conversation()
+		for i := range turns {
+			turns[i].ID = fmt.Sprintf("%s-%d-%02d", user, s, i)
+			turns[i].Time = day.Add(time.Duration(s)*time.Hour + time.Duration(i)*time.Minute)
+		}
+		e.seed(t, fmt.Sprintf("%s-%d", user, s), user, turns)
+	}
+}
+
+// coldRetrieve answers query for user (archive and long-term, 50 entries) from a new retriever
+// with cfg: a cold load, as after a restart.
+func (e *env) coldRetrieve(t *testing.T, js jetstream.JetStream, cfg retrieve.Config, user, query string) events.RetrieveReply {
+	t.Helper()
+	cfg.Now = func() time.Time { return day.Add(48 * time.Hour) }
+	ctx := context.Background()
+	svc, err := retrieve.New(ctx, cfg, e.nc, js, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, rerr := svc.Retrieve(ctx, "acme", events.RetrieveRequest{Query: query, User: user, Sources: []string{"archive", "long"}, Limit: intp(50)})
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	return r
+}
+
+// checkAllStored checks that m counted a cold load of n sessions all taken from the stored view
+// (agentmem_retrieve_stored_view_sessions_total), after what.
+func checkAllStored(t *testing.T, m *metrics.Metrics, n int, what string) {
+	t.Helper()
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	const counter = "agentmem_retrieve_stored_view_sessions_total"
+	fams := metricstest.Scrape(t, srv.URL)
+	if got := fams.Value(counter, "outcome", "stored"); got != float64(n) {
+		t.Errorf("%s{outcome=stored} = %v %s, want %d", counter, got, what, n)
+	}
+	if got := fams.Value(counter, "outcome", "stream") + fams.Value(counter, "outcome", "stale"); got != 0 {
+		t.Errorf("%s: %v sessions read from the stream %s, where the stored view served them all", counter, got, what)
 	}
 }

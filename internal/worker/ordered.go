@@ -230,8 +230,7 @@ func (o *Ordered) serve(ctx context.Context, feeds []*feed) error {
 			if err := f.failed.Load(); err != nil {
 				stopped = fmt.Errorf("%w: %w", stopped, *err)
 			}
-			o.log.Warn().Err(stopped).Msg("a consumer stopped; draining the others")
-			continue
+			continue // the caller logs why, as it starts the feeds again
 		}
 		o.batch(feeds[i], o.next(v.Interface().(jetstream.Msg), feeds[i].ch))
 	}

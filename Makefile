@@ -58,6 +58,7 @@ fuzz: ## every decoder and parser fuzzed for $(FUZZTIME) executions each
 	$(GO) test -run '^$$' -fuzz '^FuzzValidJSONAgrees$$' -fuzztime $(FUZZTIME) ./pkg/events
 	$(GO) test -run '^$$' -fuzz '^FuzzStructuredAgrees$$' -fuzztime $(FUZZTIME) ./pkg/events
 	$(GO) test -run '^$$' -fuzz '^FuzzFind$$' -fuzztime $(FUZZTIME) ./internal/when
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeView$$' -fuzztime $(FUZZTIME) ./internal/retrieve
 
 chaos: ## the multi-process fault run: 3 nats-server nodes, two of each worker, kill -9 of the turns leader and of an ingest process; then memoryd's staged power cuts on lazyfs (internal/powercut, needs FUSE): 20 with sync, interval's losses, kill -9 alone, and a POSIX-minimal filesystem, with the syncs per file
 	$(GO) test -tags chaos -count=1 -v -timeout 10m ./internal/chaos

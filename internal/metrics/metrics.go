@@ -144,7 +144,7 @@ func New() *Metrics {
 
 	m.embedded = f.counterVec("embedder_texts_total", "Texts the embedding stage embedded (one per stored vector; a failed batch counts nothing), by model.", "model")
 	m.vectorsStored = f.counterVec("vectors_stored_total", "Vectors the embedding stage stored, by kind of entry (turn, summary, fact).", "kind")
-	m.storedViews = f.counterVec("retrieve_stored_view_sessions_total", "Sessions of cold loads by where the retriever read them: from the user's stored view (stored), from the turns stream with no stored view of the session (stream) or one out of date (stale); views stored (written) or too large to store (too_large); and users loaded by the warmer (warmed) to store their view.", "outcome")
+	m.storedViews = f.counterVec("retrieve_stored_view_sessions_total", "Sessions of cold loads by where the retriever read them: from the user's stored view (stored), from the turns stream with no stored view of the session (stream) or one out of date (stale); views stored (written), too large to store (too_large) or of another format than this version's (old_format); and users loaded by the warmer (warmed) to store their view.", "outcome")
 	m.embedSkipped = f.counterVec("embedder_skipped_total", "Messages the embedding stage made no vector of, by reason (turn: not applied by ingest or empty; summary: no user or empty; stored: the vector exists).", "reason")
 
 	m.kvCorrupt = f.counterVec("kv_corrupt_total", "Values read from a KV bucket that do not belong to their key (another tenant's, session's or user's, or not decodable) and were treated as absent, by bucket and reason (undecodable, tenant, session, user, id, chain).", "bucket", "reason")
@@ -365,7 +365,7 @@ func (m *Metrics) Embedded(model string, n int) {
 }
 
 // StoredView counts n sessions of cold loads by outcome (stored, stream, stale) or n views
-// (written, too_large) (package retrieve, stored views).
+// (written, too_large, old_format) (package retrieve, stored views).
 func (m *Metrics) StoredView(outcome string, n int) {
 	if m == nil || n == 0 {
 		return

@@ -203,7 +203,28 @@ func PrepareTerms(d Doc, terms []string) Prepared {
 
 // Terms returns the terms of the document's text, in text order, repeats included: what
 // PrepareTerms takes back. The slice is the prepared document's own; it must not be changed.
-func (p *Prepared) Terms() []string { return p.terms }
+func (p *Prepared) Terms() []string { return p.textTerms() }
+
+// textTerms returns the terms of the document's text, making them from its vocabulary's numbers
+// the first time for a document prepared by PrepareVocab (which most such documents, indexed by
+// their numbers alone, never need).
+func (p *Prepared) textTerms() []string {
+	if p.terms == nil && len(p.ids) > 0 {
+		p.terms = make([]string, len(p.ids))
+		for i, id := range p.ids {
+			p.terms[i] = p.vocab.Terms[id]
+		}
+	}
+	return p.terms
+}
+
+// numTerms is len(p.textTerms()), without making them.
+func (p *Prepared) numTerms() int {
+	if p.terms == nil {
+		return len(p.ids)
+	}
+	return len(p.terms)
+}
 
 // fields finds the terms of the document's fields other than its text (its context, speaker
 // and addressee), its text's terms being found.
@@ -220,7 +241,7 @@ func (p *Prepared) fields() {
 	}
 	if d.Addressee != "" && d.Addressee != d.Speaker {
 		names := nameTerms(d.Addressee)
-		for _, t := range p.terms {
+		for _, t := range p.textTerms() {
 			if slices.Contains(names, t) {
 				p.mention = append(p.mention, t)
 			}
@@ -236,12 +257,11 @@ type Vocab struct{ Terms []string }
 // (each below len(v.Terms)). AddPrepared looks each term of v up in the index once per call,
 // however many of the call's documents have it.
 func (ix *Index) PrepareVocab(d Doc, v *Vocab, ids []uint32) Prepared {
-	terms := make([]string, len(ids))
-	for i, id := range ids {
-		terms[i] = v.Terms[id]
+	p := Prepared{Doc: d, vocab: v, ids: ids}
+	p.fields()
+	if ix.cfg.ChineseWords > 0 {
+		p.words, p.segmented = wordTerms(d.Text), true
 	}
-	p := ix.PrepareTerms(d, terms)
-	p.vocab, p.ids = v, ids
 	return p
 }
 
@@ -343,12 +363,13 @@ func (ix *Index) fieldTerms(p *Prepared, related []string) (terms []string, leng
 	if cfg.ChineseWords > 0 && !p.segmented {
 		p.words, p.segmented = wordTerms(p.Doc.Text), true
 	}
+	own := p.textTerms()
 	if ix.plain(p, related) {
-		return p.terms, len(p.terms), used
+		return own, len(own), used
 	}
 	words, mention, context := ix.fieldsOf(p)
-	out := make([]string, 0, len(p.terms)+len(p.words)+len(p.context)+len(p.speaker)+len(related))
-	for _, t := range p.terms {
+	out := make([]string, 0, len(own)+len(p.words)+len(p.context)+len(p.speaker)+len(related))
+	for _, t := range own {
 		if mention && slices.Contains(p.mention, t) {
 			out = append(out, mentionPrefix+t)
 			used[fieldMention] = true
@@ -375,7 +396,7 @@ func (ix *Index) fieldTerms(p *Prepared, related []string) (terms []string, leng
 	if words {
 		out = append(out, p.words...)
 	}
-	return out, len(p.terms), used
+	return out, len(own), used
 }
 
 // plain reports whether a prepared document is indexed by its text's terms alone under the
@@ -397,7 +418,7 @@ func (ix *Index) fieldsOf(p *Prepared) (words, mention, context bool) {
 	cfg := &ix.cfg
 	words = cfg.ChineseWords > 0 && len(p.words) > 0
 	mention = cfg.Mention < 1 && len(p.mention) > 0
-	context = cfg.Context > 0 && len(p.context) > 0 && (cfg.ContextUpTo < 0 || len(p.terms) <= cfg.ContextUpTo)
+	context = cfg.Context > 0 && len(p.context) > 0 && (cfg.ContextUpTo < 0 || p.numTerms() <= cfg.ContextUpTo)
 	return words, mention, context
 }
 
@@ -412,7 +433,7 @@ func (ix *Index) relatedWords(docs []Prepared) [][]string {
 	out := make([][]string, len(docs))
 	for i := range docs {
 		if d := &docs[i].Doc; d.Role == "" || d.Role == "user" || d.Speaker != "" {
-			out[i] = ix.thes.Expand(nil, docs[i].terms, relatedDepth)
+			out[i] = ix.thes.Expand(nil, docs[i].textTerms(), relatedDepth)
 		}
 	}
 	return out
@@ -463,6 +484,9 @@ func (ix *Index) AddPrepared(docs ...Prepared) {
 		if p := &docs[i]; p.vocab != nil && ix.plain(p, at(related, i)) {
 			// Each term of the vocabulary is looked up once per call (no document is removed
 			// meanwhile, so a term's id stays its own).
+			if sc.vocab != p.vocab {
+				ix.reserveTerms(len(p.vocab.Terms))
+			}
 			sc.useVocab(p.vocab)
 			for _, v := range p.ids {
 				tid := sc.vtid[v]
@@ -600,7 +624,7 @@ func (ix *Index) markFields(used [numFields]bool) {
 
 // termID returns the id of term, adding it (with an empty posting) when it is new.
 func (ix *Index) termID(t string) int32 {
-	tid, ok := ix.terms.find(ix.postings, t)
+	tid, ok, slot := ix.terms.lookup(ix.postings, t)
 	if ok {
 		return tid
 	}
@@ -613,9 +637,20 @@ func (ix *Index) termID(t string) int32 {
 		tid = int32(len(ix.postings))
 		ix.postings = append(ix.postings, posting{term: t})
 	}
-	ix.terms.insert(ix.postings, tid)
+	if !ix.terms.insertAt(tid, slot) { // the table must grow first
+		ix.terms.insert(ix.postings, tid)
+	}
 	ix.bytes += len(t) + termEntryBytes + postingBytes
 	return tid
+}
+
+// reserveTerms makes room for the n terms of a vocabulary (PrepareVocab) about to be added: the
+// term table grows once; an index without terms (a cold load) also gets its postings' room.
+func (ix *Index) reserveTerms(n int) {
+	ix.terms.reserve(ix.postings, n)
+	if len(ix.postings) == 0 {
+		ix.postings = slices.Grow(ix.postings, n)
+	}
 }
 
 // add adds a document that is not in the index, of length terms, whose distinct terms have

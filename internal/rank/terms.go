@@ -38,6 +38,54 @@ func (t *termTable) find(postings []posting, term string) (int32, bool) {
 	}
 }
 
+// reserve makes room for n more terms without growing.
+func (t *termTable) reserve(postings []posting, n int) {
+	need := t.n + n
+	if need*4 <= len(t.slots)*3 {
+		return
+	}
+	size := max(16, len(t.slots))
+	for need*4 > size*3 {
+		size *= 2
+	}
+	old := t.slots
+	t.slots = make([]int32, size)
+	for _, s := range old {
+		if s != 0 {
+			t.place(postings[s-1].term, s-1)
+		}
+	}
+}
+
+// lookup returns the id of term, or, when it is not there, the empty slot where its probe
+// ended: where insertAt puts it, if nothing was inserted meanwhile. One hash serves both.
+func (t *termTable) lookup(postings []posting, term string) (tid int32, ok bool, slot int) {
+	if len(t.slots) == 0 {
+		return 0, false, -1
+	}
+	mask := len(t.slots) - 1
+	for i := t.home(term); ; i = (i + 1) & mask {
+		s := t.slots[i]
+		if s == 0 {
+			return 0, false, i
+		}
+		if postings[s-1].term == term {
+			return s - 1, true, i
+		}
+	}
+}
+
+// insertAt adds term id tid at slot, which lookup returned for its term, when the table has
+// room for it without growing (reserve); it reports whether it did.
+func (t *termTable) insertAt(tid int32, slot int) bool {
+	if slot < 0 || (t.n+1)*4 > len(t.slots)*3 || t.slots[slot] != 0 {
+		return false
+	}
+	t.slots[slot] = tid + 1
+	t.n++
+	return true
+}
+
 // insert adds term id tid, whose posting already names the term; the term must not be there.
 func (t *termTable) insert(postings []posting, tid int32) {
 	if (t.n+1)*4 > len(t.slots)*3 {

@@ -1,17 +1,13 @@
 package retrieve
 
 import (
-	"bytes"
 	"context"
-	"encoding/gob"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/klauspost/compress/s2"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
@@ -29,7 +25,7 @@ import (
 // view bucket (events.Topology.ViewBucket, key "<tenant>.<user>") in the background: per session
 // the header's revision, last sequence and head chunk as the view read them, and the turns read
 // (id, role, text, time, sequence, own metadata) with their text's terms as numbers into one
-// table of the user's terms; gob, compressed with S2. The next cold load of the user (after a
+// table of the user's terms; encoded as viewcodec.go says, compressed with S2. The next cold load of the user (after a
 // restart, an eviction or an idle drop) reads that value, then only each session's header: a
 // session whose header still has the stored revision, last sequence and head chunk takes its
 // turns and terms from the value; any other is read from the stream as before.
@@ -52,8 +48,9 @@ import (
 //
 // Config.NoStoredViews turns both the reads and the writes off.
 
-// storedViewVersion is the format of a stored view; a value of another is not used.
-const storedViewVersion = 1
+// storedViewVersion is the format of a stored view (viewcodec.go); a value of another is not
+// used.
+const storedViewVersion = 2
 
 // storedView is the value of a user in the view bucket.
 type storedView struct {
@@ -87,44 +84,6 @@ type storedTurn struct {
 
 // viewKey is a user's key in the view bucket.
 func viewKey(k userKey) string { return k.tenant + "." + k.user }
-
-// encodeView encodes v, gob compressed with S2.
-func encodeView(v *storedView) ([]byte, error) {
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(v); err != nil {
-		return nil, err
-	}
-	return s2.Encode(nil, buf.Bytes()), nil
-}
-
-// decodeView decodes a value of the view bucket stored under k.
-func decodeView(k userKey, data []byte) (*storedView, error) {
-	raw, err := s2.Decode(nil, data)
-	if err != nil {
-		return nil, err
-	}
-	var v storedView
-	if err := gob.NewDecoder(bytes.NewReader(raw)).Decode(&v); err != nil {
-		return nil, err
-	}
-	switch {
-	case v.V != storedViewVersion:
-		return nil, fmt.Errorf("format %d, not %d", v.V, storedViewVersion)
-	case v.Tenant != k.tenant || v.User != k.user:
-		return nil, fmt.Errorf("the value is of tenant %q user %q", v.Tenant, v.User)
-	}
-	for _, s := range v.Sessions {
-		for _, t := range s.Turns {
-			for _, id := range t.Terms {
-				if int(id) >= len(v.Terms) {
-					return nil, fmt.Errorf("turn %q names term %d of %d", t.ID, id, len(v.Terms))
-				}
-			}
-		}
-	}
-	v.vocab = &rank.Vocab{Terms: v.Terms}
-	return &v, nil
-}
 
 // viewStore reads and writes stored views.
 type viewStore struct {
@@ -232,6 +191,10 @@ func (vs *viewStore) read(ctx context.Context, k userKey) *storedView {
 		return nil // none (jetstream.ErrKeyNotFound), or unreadable now: the stream serves
 	}
 	v, err := decodeView(k, e.Value())
+	if errors.Is(err, errViewFormat) {
+		vs.count("old_format", 1)
+		return nil // written by another version: the load reads the stream and writes it anew
+	}
 	if err != nil {
 		if vs.rep != nil {
 			vs.rep.Report(integrity.Undecoded(vs.kv.Bucket(), viewKey(k), err))

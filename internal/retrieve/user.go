@@ -222,6 +222,20 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 			}
 		}
 	}
+	// The headers of the sessions the stored view may serve, read in one batched request
+	// rather than one each (nil: read one by one, as when the batch fails).
+	var headers map[session.Key]session.Stored
+	if len(storedOf) > 0 {
+		var keys []session.Key
+		for _, as := range dirty {
+			if _, ok := storedOf[as.state.Key.Session]; ok && as.scanned == 0 {
+				keys = append(keys, as.state.Key)
+			}
+		}
+		if len(keys) > 1 {
+			headers, _ = store.Headers(ctx, keys) // on failure, fromStored reads each
+		}
+	}
 	// Sessions are read concurrently (each its own state and stream subject), their turns split
 	// into terms where they are read (most of the cost of indexing), and each is added to the
 	// view as soon as it is read, one at a time: indexing one session overlaps with reading
@@ -293,7 +307,7 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 		g.Go(func() error {
 			r := read{as: as}
 			if ss, ok := storedOf[as.state.Key.Session]; ok && as.scanned == 0 {
-				if r.stored, r.entries, r.docs, r.last, r.upTo = u.fromStored(ctx, store, stored, ss); r.stored != nil {
+				if r.stored, r.entries, r.docs, r.last, r.upTo = u.fromStored(ctx, store, headers, stored, ss); r.stored != nil {
 					fromValue.Add(1)
 					apply(r)
 					return nil
@@ -378,10 +392,22 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 
 // fromStored returns the turns of session ss of the stored view v, with their prepared
 // documents, the session's last turn and the sequence they reach, when the session's header is
-// still the one the view read (stored nil otherwise: the session is read from the stream).
-func (u *userView) fromStored(ctx context.Context, store *session.Store, v *storedView, ss storedSession) (stored *storedSession, entries []memory.Entry, docs []rank.Prepared, last lastTurn, upTo uint64) {
+// still the one the view read (stored nil otherwise: the session is read from the stream). The
+// header is taken from headers when they were read (a session not there has none), else read.
+func (u *userView) fromStored(ctx context.Context, store *session.Store, headers map[session.Key]session.Stored, v *storedView, ss storedSession) (stored *storedSession, entries []memory.Entry, docs []rank.Prepared, last lastTurn, upTo uint64) {
 	key := session.Key{Tenant: u.key.tenant, Session: ss.Session}
-	h, rev, err := store.Header(ctx, key)
+	var h session.Header
+	var rev uint64
+	var err error
+	if headers != nil {
+		hs, ok := headers[key]
+		h, rev = hs.Header, hs.Rev
+		if !ok {
+			err = session.ErrNotFound
+		}
+	} else {
+		h, rev, err = store.Header(ctx, key)
+	}
 	if err != nil || rev != ss.Rev || h.LastSeq != ss.LastSeq || h.Head != ss.Head || (h.User != "" && h.User != u.key.user) {
 		return nil, nil, nil, lastTurn{}, 0
 	}

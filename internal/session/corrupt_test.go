@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -287,4 +288,55 @@ func mustChunk(t *testing.T, c session.Chunk) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// Headers reads many sessions' headers in batched requests and gives what Header gives for
+// each: the header and its revision; nothing for a session never stored, deleted, or whose
+// header is corrupt (reported).
+func TestHeadersReadsInBatchesWhatHeaderReads(t *testing.T) {
+	e := newCorruptEnv(t)
+	ctx := context.Background()
+	var keys []session.Key
+	for i := range 300 { // more than one batch
+		k := session.Key{Tenant: "acme", Session: fmt.Sprintf("h%03d", i)}
+		keys = append(keys, k)
+		if i%3 == 0 {
+			seedSession(t, e.store, k)
+		}
+	}
+	if err := e.headers.Delete(ctx, keys[3].String()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.headers.Put(ctx, keys[6].String(), []byte("{not json")); err != nil {
+		t.Fatal(err)
+	}
+	keys = append(keys, session.Key{Tenant: "other", Session: "h000"}) // another tenant's key
+	before := e.corrupt(t, "undecodable")
+	got, err := e.store.Headers(ctx, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for _, k := range keys {
+		h, rev, err := e.store.Header(ctx, k)
+		s, ok := got[k]
+		switch {
+		case err != nil && ok:
+			t.Errorf("%s: Headers gave %+v, Header %v", k, s, err)
+		case err == nil && (!ok || s.Rev != rev || s.Header != h):
+			t.Errorf("%s: Headers gave %+v (%v), Header %+v at %d", k, s, ok, h, rev)
+		case err == nil:
+			want++
+		}
+	}
+	if want != 98 || len(got) != want {
+		t.Fatalf("%d headers read, %d by Header; want 98 (100 stored, one deleted, one corrupt)", len(got), want)
+	}
+	if after := e.corrupt(t, "undecodable"); after < before+1 {
+		t.Fatalf("corrupt header not reported: %v → %v", before, after)
+	}
+	none, err := e.store.Headers(ctx, []session.Key{{Tenant: "acme", Session: "never"}})
+	if err != nil || len(none) != 0 {
+		t.Fatalf("a batch of no stored session: %v, %v", none, err)
+	}
 }

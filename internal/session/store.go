@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
+	"github.com/synadia-io/orbit.go/jetstreamext"
 
 	"github.com/agentmem/agentmem/internal/archive"
 	"github.com/agentmem/agentmem/internal/integrity"
@@ -101,6 +102,62 @@ func (st *Store) Header(ctx context.Context, key Key) (Header, uint64, error) {
 		return Header{}, 0, fmt.Errorf("%w: %w", ErrNotFound, cerr)
 	}
 	return h, rev, nil
+}
+
+// Stored is a session's header as stored, with its revision.
+type Stored struct {
+	Header Header
+	Rev    uint64
+}
+
+// headersPerRequest bounds the keys of one batched read (the server answers at most 1,024).
+const headersPerRequest = 256
+
+// Headers reads the stored headers of keys in batched direct gets (one request for up to
+// headersPerRequest keys, where Header makes one each): a key without a header, or with a
+// corrupt one (reported), is not in the map. It fails as a whole when a batch cannot be read,
+// and with jetstreamext.ErrBatchUnsupported from a server older than 2.11: the caller then
+// reads the headers one by one.
+func (st *Store) Headers(ctx context.Context, keys []Key) (map[Key]Stored, error) {
+	out := make(map[Key]Stored, len(keys))
+	bucket := st.headers.Bucket()
+	prefix := "$KV." + bucket + "."
+	for len(keys) > 0 {
+		batch := keys[:min(len(keys), headersPerRequest)]
+		keys = keys[len(batch):]
+		subjects := make([]string, len(batch))
+		byKey := make(map[string]Key, len(batch))
+		for i, k := range batch {
+			subjects[i] = prefix + k.String()
+			byKey[k.String()] = k
+		}
+		msgs, err := jetstreamext.GetLastMsgsFor(ctx, st.js, "KV_"+bucket, subjects)
+		if err != nil {
+			return nil, fmt.Errorf("reading %d headers: %w", len(batch), err)
+		}
+		for m, err := range msgs {
+			if errors.Is(err, jetstreamext.ErrNoMessages) {
+				break // none of the batch has a header
+			}
+			if err != nil {
+				return nil, fmt.Errorf("reading %d headers: %w", len(batch), err)
+			}
+			k, ok := byKey[strings.TrimPrefix(m.Subject, prefix)]
+			if !ok {
+				continue
+			}
+			if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+				continue
+			}
+			h, cerr := st.checkHeader(k, m.Data)
+			if cerr != nil {
+				st.rep.Report(cerr)
+				continue
+			}
+			out[k] = Stored{Header: h, Rev: m.Sequence}
+		}
+	}
+	return out, nil
 }
 
 // header reads and checks a session's header. A corrupt one comes back as cerr, with its

@@ -42,7 +42,9 @@ import (
 // memoryd's resident set (VmRSS) from before the queries to after them, divided by the turns the
 // queries loaded (rss_bytes/turn); and the CPU time memoryd spent per user meanwhile
 // (cpu_ms/user: with queries one after another on 2 cores, half of it bounds the p50 from below,
-// and it is steadier than the latencies on a machine whose CPU is shared). Each iteration
+// and it is steadier than the latencies on a machine whose CPU is shared); and the minor page
+// faults it took per user (faults/user: memory touched for the first time, which the first
+// queries after a start pay most of, see docs/benchmarks.md). Each iteration
 // restarts memoryd and asks every user again (-benchtime 3x: three restarts, 60 first queries).
 // AGENTMEM_BENCH_ARGS adds flags to memoryd's (split on spaces; "--stored-views=false", say, for
 // a comparison).
@@ -70,12 +72,13 @@ func BenchmarkColdUserBlackBox(b *testing.B) {
 		len(set), published, set.meanBytes(), warmed, time.Since(start).Round(time.Millisecond))
 
 	var took, first, later []time.Duration
-	var perTurn, cpu []float64
+	var perTurn, cpu, faults []float64
 	for b.Loop() {
 		b.StopTimer()
 		m = startMemorydProcess(b, bin, dir, args...)
 		nc = connect(b, m.listen)
-		rss0, cpu0 := vmRSS(b, m.pid()), cpuTime(b, m.pid())
+		rss0 := vmRSS(b, m.pid())
+		cpu0, flt0 := procStat(b, m.pid())
 		b.StartTimer()
 		for _, u := range set {
 			body, _ := json.Marshal(events.RetrieveRequest{Query: u.query, User: u.name})
@@ -98,9 +101,11 @@ func BenchmarkColdUserBlackBox(b *testing.B) {
 		if len(took) > len(set) {
 			later = append(later, took[len(took)-len(set):]...)
 		}
-		rss1, cpu1 := vmRSS(b, m.pid()), cpuTime(b, m.pid())
+		rss1 := vmRSS(b, m.pid())
+		cpu1, flt1 := procStat(b, m.pid())
 		perTurn = append(perTurn, float64(int64(rss1)-int64(rss0))/float64(published))
 		cpu = append(cpu, float64((cpu1-cpu0).Microseconds())/1000/float64(len(set)))
+		faults = append(faults, float64(flt1-flt0)/float64(len(set)))
 		nc.Close()
 		m.stop(b)
 		b.StartTimer()
@@ -118,6 +123,8 @@ func BenchmarkColdUserBlackBox(b *testing.B) {
 	b.ReportMetric(perTurn[len(perTurn)/2], "rss_bytes/turn")
 	slices.Sort(cpu)
 	b.ReportMetric(cpu[len(cpu)/2], "cpu_ms/user")
+	slices.Sort(faults)
+	b.ReportMetric(faults[len(faults)/2], "faults/user")
 	b.ReportMetric(0, "ns/op") // the time of an iteration is mostly memoryd starting
 }
 
@@ -456,20 +463,29 @@ func vmRSS(b *testing.B, pid int) uint64 {
 // cpuTime is the CPU time (user and system) a process has used so far, from /proc/<pid>/stat (in
 // clock ticks of 10 ms, USER_HZ on Linux).
 func cpuTime(b *testing.B, pid int) time.Duration {
+	cpu, _ := procStat(b, pid)
+	return cpu
+}
+
+// procStat is cpuTime and the minor page faults the process has taken so far (memory it touched
+// for the first time: each costs the kernel a page to zero and map, 10-15 µs in this machine's
+// VM).
+func procStat(b *testing.B, pid int) (cpu time.Duration, minflt uint64) {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		b.Skipf("no /proc/%d/stat (CPU time measured on Linux only): %v", pid, err)
 	}
 	// The fields after the command (which may hold spaces) in parentheses: state is the first,
-	// utime and stime the 12th and 13th.
+	// minflt the 8th, utime and stime the 12th and 13th.
 	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
 	if len(f) < 13 {
 		b.Fatalf("/proc/%d/stat: %q", pid, stat)
 	}
+	minflt, err0 := strconv.ParseUint(f[7], 10, 64)
 	utime, err1 := strconv.ParseUint(f[11], 10, 64)
 	stime, err2 := strconv.ParseUint(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
+	if err0 != nil || err1 != nil || err2 != nil {
 		b.Fatalf("/proc/%d/stat: %q", pid, stat)
 	}
-	return time.Duration(utime+stime) * 10 * time.Millisecond
+	return time.Duration(utime+stime) * 10 * time.Millisecond, minflt
 }

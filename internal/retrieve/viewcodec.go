@@ -1,9 +1,11 @@
 package retrieve
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/klauspost/compress/s2"
 
@@ -167,9 +169,38 @@ func (d *viewDecoder) bytes(what string) []byte {
 	return b
 }
 
+// rawPool holds the buffers values are decompressed into: a cold load's largest transient
+// allocation (the size of the user's text and term numbers), which would otherwise be fresh
+// memory for every load.
+var rawPool sync.Pool
+
+// maxPooledRaw bounds the buffers kept in rawPool.
+const maxPooledRaw = 8 << 20
+
+// rawBuffer returns a buffer of at least n bytes' capacity.
+func rawBuffer(n int) *[]byte {
+	if b, ok := rawPool.Get().(*[]byte); ok && cap(*b) >= n {
+		return b
+	}
+	b := make([]byte, 0, n)
+	return &b
+}
+
+func putRawBuffer(b *[]byte) {
+	if cap(*b) <= maxPooledRaw {
+		rawPool.Put(b)
+	}
+}
+
 // decodeView decodes a value of the view bucket stored under k.
 func decodeView(k userKey, data []byte) (*storedView, error) {
-	raw, err := s2.Decode(nil, data)
+	n, err := s2.DecodedLen(data)
+	if err != nil {
+		return nil, err
+	}
+	buf := rawBuffer(n)
+	defer putRawBuffer(buf)
+	raw, err := s2.Decode((*buf)[:cap(*buf)], data)
 	if err != nil {
 		return nil, err
 	}
@@ -177,11 +208,13 @@ func decodeView(k userKey, data []byte) (*storedView, error) {
 		return nil, errViewFormat
 	}
 	raw = raw[len(viewMagic):]
-	n, w := binary.Uvarint(raw)
-	if w <= 0 || n > uint64(len(raw)-w) {
+	ns, w := binary.Uvarint(raw)
+	if w <= 0 || ns > uint64(len(raw)-w) {
 		return nil, errors.New("truncated or malformed strings section")
 	}
-	d := &viewDecoder{strs: string(raw[w : w+int(n)]), st: raw[w+int(n):]}
+	// The strings are copied out of raw once, as one string; raw goes back to the pool, so
+	// nothing decoded may keep a slice of it (metadata is cloned).
+	d := &viewDecoder{strs: string(raw[w : w+int(ns)]), st: raw[w+int(ns):]}
 	v := &storedView{V: storedViewVersion, Tenant: d.str("tenant"), User: d.str("user")}
 	if d.err == nil && (v.Tenant != k.tenant || v.User != k.user) {
 		return nil, fmt.Errorf("the value is of tenant %q user %q", v.Tenant, v.User)
@@ -210,7 +243,7 @@ func decodeView(k userKey, data []byte) (*storedView, error) {
 					return nil, fmt.Errorf("turn %q: %w", t.ID, err)
 				}
 			}
-			t.Seq, t.Meta = d.uint("a sequence"), d.bytes("metadata")
+			t.Seq, t.Meta = d.uint("a sequence"), bytes.Clone(d.bytes("metadata"))
 			nt := d.count("a turn's terms")
 			if nt > len(all) {
 				d.fail("a turn's terms")

@@ -54,6 +54,16 @@ func TestViewCodecRoundTrip(t *testing.T) {
 			got.Sessions[si].Turns[ti].At, want.Sessions[si].Turns[ti].At = time.Time{}, time.Time{}
 		}
 	}
+	// Decoding another value (into the same pooled buffer) leaves the first one's alone.
+	other := sampleView()
+	other.Sessions[0].Turns[1].Meta = []byte(`{"name":"Zz"}`)
+	otherData, err := encodeView(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := decodeView(userKey{"acme", "ann"}, otherData); err != nil {
+		t.Fatal(err)
+	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("decoded\n%+v\nwant\n%+v", got, want)
 	}

@@ -413,6 +413,11 @@ func waitDrainedFor(b *testing.B, nc *nats.Conn, timeout time.Duration) {
 // is done with what was published when its lazily written state is. It returns the views
 // counted; with --stored-views=false or --warm-views=0 among args, it does not wait.
 func waitWarmed(b *testing.B, nc *nats.Conn, args []string, users int) int {
+	return waitWarmedFor(b, nc, args, users, 5*time.Minute)
+}
+
+// waitWarmedFor is waitWarmed, waiting at most timeout.
+func waitWarmedFor(b *testing.B, nc *nats.Conn, args []string, users int, timeout time.Duration) int {
 	for _, a := range args {
 		if a == "--stored-views=false" || a == "--warm-views=0" || a == "--warm-views=0s" {
 			return 0
@@ -428,7 +433,7 @@ func waitWarmed(b *testing.B, nc *nats.Conn, args []string, users int) int {
 		b.Fatal(err)
 	}
 	n := 0
-	brokertest.CheckFor(b, 5*time.Minute, 100*time.Millisecond, func() error {
+	brokertest.CheckFor(b, timeout, 100*time.Millisecond, func() error {
 		st, err := kv.Status(ctx)
 		if err != nil {
 			return err

@@ -21,7 +21,9 @@ import (
 // leaves the flag out, for a build without it) is given AGENTMEM_BENCH_USERS users (default
 // 10,000) of AGENTMEM_BENCH_TURNS turns each (default 100: a million turns), about 300-byte
 // English sentences in two sessions a user, a day apart, posted in HTTP batches of up to 100
-// turns (one session's) by four clients. Once every consumer has drained, memoryd is restarted,
+// turns (one session's) by four clients. Once every consumer has drained and the retriever has
+// stored every user's view (--warm-views; not waited for with --warm-views=0 or
+// --stored-views=false in AGENTMEM_BENCH_ARGS), memoryd is restarted,
 // and AGENTMEM_BENCH_COLD users (default 3,000, drawn at random: more than the views' cap holds
 // at the default limit) are each asked once, one after another, over NATS request-reply: the
 // cold first queries (cold_p50_ms, cold_p99_ms). Then the last 200 of them are asked again, five
@@ -66,6 +68,10 @@ func BenchmarkScaleBlackBox(b *testing.B) {
 		loadPeak := vmHWM(b, m.pid())
 		b.Logf("%d turns of %d users posted in %s, drained after %s; VmRSS %.0f MB, peak %.0f MB",
 			users*turns, users, posted.Round(time.Second), drained.Round(time.Second), mb(vmRSS(b, m.pid())), mb(loadPeak))
+		start = time.Now()
+		if n := waitWarmedFor(b, nc, args, users, time.Hour); n > 0 {
+			b.Logf("%d users' views warmed in %s", n, time.Since(start).Round(time.Second))
+		}
 		nc.Close()
 		m.stop(b)
 

@@ -48,13 +48,7 @@ func (t *termTable) reserve(postings []posting, n int) {
 	for need*4 > size*3 {
 		size *= 2
 	}
-	old := t.slots
-	t.slots = make([]int32, size)
-	for _, s := range old {
-		if s != 0 {
-			t.place(postings[s-1].term, s-1)
-		}
-	}
+	t.resize(postings, size)
 }
 
 // lookup returns the id of term, or, when it is not there, the empty slot where its probe
@@ -104,9 +98,12 @@ func (t *termTable) place(term string, tid int32) {
 	t.slots[i] = tid + 1
 }
 
-func (t *termTable) grow(postings []posting) {
+func (t *termTable) grow(postings []posting) { t.resize(postings, max(16, 2*len(t.slots))) }
+
+// resize moves the terms to a table of size slots (a power of two).
+func (t *termTable) resize(postings []posting, size int) {
 	old := t.slots
-	t.slots = make([]int32, max(16, 2*len(old)))
+	t.slots = make([]int32, size)
 	for _, s := range old {
 		if s != 0 {
 			t.place(postings[s-1].term, s-1)

@@ -465,16 +465,10 @@ func vmRSS(b *testing.B, pid int) uint64 {
 	return 0
 }
 
-// cpuTime is the CPU time (user and system) a process has used so far, from /proc/<pid>/stat (in
-// clock ticks of 10 ms, USER_HZ on Linux).
-func cpuTime(b *testing.B, pid int) time.Duration {
-	cpu, _ := procStat(b, pid)
-	return cpu
-}
-
-// procStat is cpuTime and the minor page faults the process has taken so far (memory it touched
-// for the first time: each costs the kernel a page to zero and map, 10-15 µs in this machine's
-// VM).
+// procStat returns the CPU time (user and system) a process has used so far, from
+// /proc/<pid>/stat (in clock ticks of 10 ms, USER_HZ on Linux), and the minor page faults it has
+// taken so far (memory it touched for the first time: each costs the kernel a page to zero and
+// map, 10-15 µs in this machine's VM).
 func procStat(b *testing.B, pid int) (cpu time.Duration, minflt uint64) {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {

@@ -251,7 +251,13 @@ func (p *Prepared) fields() {
 
 // Vocab is a table of terms by which documents number the terms of their text (PrepareVocab):
 // a stored view's, for instance, whose documents share most of their terms.
-type Vocab struct{ Terms []string }
+type Vocab struct {
+	Terms []string
+	// Kept: the terms' memory lives as long as the documents' texts anyway (a stored view's
+	// terms and texts are substrings of one string), so the index keeps the terms it adds
+	// without copying them.
+	Kept bool
+}
 
 // PrepareVocab is PrepareTerms for a document whose text's terms are given as numbers into v
 // (each below len(v.Terms)). AddPrepared looks each term of v up in the index once per call,
@@ -491,7 +497,7 @@ func (ix *Index) AddPrepared(docs ...Prepared) {
 			for _, v := range p.ids {
 				tid := sc.vtid[v]
 				if tid < 0 {
-					tid = ix.termID(p.vocab.Terms[v])
+					tid = ix.termIDOf(p.vocab.Terms[v], !p.vocab.Kept)
 					sc.vtid[v] = tid
 					sc.vset = append(sc.vset, v)
 				}
@@ -516,9 +522,24 @@ func (ix *Index) AddPrepared(docs ...Prepared) {
 		}
 		sc.ends = append(sc.ends, len(sc.tids))
 	}
+	// The entries of the postings new in this call share one allocation, each posting a window
+	// of it as large as its final size (a cold load adds thousands of terms, most in one or two
+	// documents: one allocation each was most of what indexing allocated, and of the heap's
+	// objects); a posting that grows later moves out of it as any full slice does.
+	fresh := 0
+	for _, tid := range sc.grown {
+		if cap(ix.postings[tid].ents) == 0 {
+			fresh += int(sc.adds[tid])
+		}
+	}
+	arena := make([]entry, 0, fresh)
 	for _, tid := range sc.grown {
 		post := &ix.postings[tid]
-		post.ents = slices.Grow(post.ents, int(sc.adds[tid]))
+		if n := len(arena) + int(sc.adds[tid]); cap(post.ents) == 0 {
+			post.ents, arena = arena[len(arena):len(arena):n], arena[:n]
+		} else {
+			post.ents = slices.Grow(post.ents, int(sc.adds[tid]))
+		}
 		sc.adds[tid] = 0
 	}
 	sc.grown = sc.grown[:0]
@@ -623,12 +644,18 @@ func (ix *Index) markFields(used [numFields]bool) {
 }
 
 // termID returns the id of term, adding it (with an empty posting) when it is new.
-func (ix *Index) termID(t string) int32 {
+func (ix *Index) termID(t string) int32 { return ix.termIDOf(t, true) }
+
+// termIDOf is termID; a new term is copied when clone is set (terms may be substrings of a
+// document's text, which the index must not keep alive), else kept as it is (Vocab.Kept).
+func (ix *Index) termIDOf(t string, clone bool) int32 {
 	tid, ok, slot := ix.terms.lookup(ix.postings, t)
 	if ok {
 		return tid
 	}
-	t = strings.Clone(t) // terms may be substrings of the text: do not keep it alive
+	if clone {
+		t = strings.Clone(t)
+	}
 	if k := len(ix.freeTerm); k > 0 {
 		tid = ix.freeTerm[k-1]
 		ix.freeTerm = ix.freeTerm[:k-1]

@@ -27,7 +27,7 @@ func TestPrepareVocabIndexesAsPrepare(t *testing.T) {
 	}
 	for _, cfg := range []Config{{}, {Context: 0.5, Speaker: 0.3, Mention: 0.5, ChineseWords: 1, Related: 0.2}} {
 		plain, numbered := NewIndex(cfg), NewIndex(cfg)
-		vocab := &Vocab{}
+		vocab := &Vocab{Kept: true}
 		seen := map[string]uint32{}
 		var a, b []Prepared
 		for _, d := range docs {
@@ -57,6 +57,21 @@ func TestPrepareVocabIndexesAsPrepare(t *testing.T) {
 		numbered.RemoveDocs(docs[:30]...)
 		if got, want := numbered.Search("postgres rollback", 10), plain.Search("postgres rollback", 10); !reflect.DeepEqual(got, want) || plain.Len() != 10 || numbered.Bytes() != plain.Bytes() {
 			t.Errorf("%+v after removals: %+v (%d bytes), want %+v (%d bytes)", cfg, got, numbered.Bytes(), want, plain.Bytes())
+		}
+		// Postings that shared one allocation grow out of it and shrink in it: the removed
+		// documents come back one by one, then every other document goes again.
+		for i := range 30 {
+			plain.AddPrepared(plain.Prepare(docs[i]))
+			numbered.AddPrepared(b[i])
+		}
+		for i := 0; i < len(docs); i += 2 {
+			plain.RemoveDocs(docs[i])
+			numbered.RemoveDocs(docs[i])
+		}
+		for _, q := range []string{"postgres rollback", "what did Alice ask Bob about kafka?", "部署", "friday deploy of nats"} {
+			if got, want := numbered.Search(q, 10), plain.Search(q, 10); !reflect.DeepEqual(got, want) || numbered.Bytes() != plain.Bytes() || numbered.Len() != 20 {
+				t.Errorf("%+v %q after re-adding and removing: %+v (%d bytes, %d docs), want %+v (%d bytes)", cfg, q, got, numbered.Bytes(), numbered.Len(), want, plain.Bytes())
+			}
 		}
 	}
 }

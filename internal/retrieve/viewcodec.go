@@ -269,6 +269,8 @@ func decodeView(k userKey, data []byte) (*storedView, error) {
 	case len(d.st) != 0 || len(d.strs) != 0 || len(all) != 0:
 		return nil, errors.New("bytes left after the view")
 	}
-	v.vocab = &rank.Vocab{Terms: v.Terms}
+	// The terms are substrings of the strings section, as the texts are: the index keeps them
+	// without a copy of each.
+	v.vocab = &rank.Vocab{Terms: v.Terms, Kept: true}
 	return v, nil
 }

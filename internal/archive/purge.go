@@ -37,3 +37,10 @@ func Purge(ctx context.Context, js jetstream.JetStream, stream, subject string) 
 func PurgeKV(ctx context.Context, js jetstream.JetStream, bucket, pattern string) (uint64, error) {
 	return Purge(ctx, js, "KV_"+bucket, "$KV."+bucket+"."+pattern)
 }
+
+// KVRemoved reports whether a message read from a KV bucket's stream (a Scan of it, a batched
+// direct get) is a delete or purge marker rather than a value: its key has no value from there.
+func KVRemoved(m *jetstream.RawStreamMsg) bool {
+	op := m.Header.Get("KV-Operation")
+	return op == "DEL" || op == "PURGE"
+}

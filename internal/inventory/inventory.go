@@ -226,7 +226,7 @@ func (inv *Inventory) count(ctx context.Context, stream, filter string) (uint64,
 func (inv *Inventory) scan(ctx context.Context, bucket, filter string, fn func(key string, value []byte) error) error {
 	prefix := "$KV." + bucket + "."
 	return archive.NewReader(inv.js, "KV_"+bucket).Scan(ctx, prefix+filter, 1, 0, func(m *jetstream.RawStreamMsg) error {
-		if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+		if archive.KVRemoved(m) {
 			return nil
 		}
 		return fn(strings.TrimPrefix(m.Subject, prefix), m.Data)

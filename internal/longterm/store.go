@@ -757,7 +757,7 @@ func (s *Store) User(ctx context.Context, tenant, user string) (UserRecords, err
 	latest := map[string][]byte{}
 	var order []string
 	err := reader.Scan(ctx, prefix+">", 1, 0, func(m *jetstream.RawStreamMsg) error {
-		if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+		if archive.KVRemoved(m) {
 			delete(latest, m.Subject)
 			return nil
 		}

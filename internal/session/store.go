@@ -146,7 +146,7 @@ func (st *Store) Headers(ctx context.Context, keys []Key) (map[Key]Stored, error
 			if !ok {
 				continue
 			}
-			if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+			if archive.KVRemoved(m) {
 				continue
 			}
 			h, cerr := st.checkHeader(k, m.Data)
@@ -327,7 +327,7 @@ func (st *Store) sessionChunks(ctx context.Context, sk Key) (map[string][]byte, 
 	out := map[string][]byte{}
 	err := archive.NewReader(st.js, "KV_"+bucket).Scan(ctx, prefix+sk.String()+".>", 1, 0, func(m *jetstream.RawStreamMsg) error {
 		key := strings.TrimPrefix(m.Subject, prefix)
-		if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+		if archive.KVRemoved(m) {
 			delete(out, key)
 			return nil
 		}
@@ -434,7 +434,7 @@ func (st *Store) List(ctx context.Context, fn func(Header) error) error {
 	latest := map[string][]byte{}
 	var order []string
 	err := archive.NewReader(st.js, "KV_"+bucket).Scan(ctx, "$KV."+bucket+".>", 1, 0, func(m *jetstream.RawStreamMsg) error {
-		if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+		if archive.KVRemoved(m) {
 			delete(latest, m.Subject)
 			return nil
 		}

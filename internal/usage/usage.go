@@ -114,7 +114,7 @@ func (s *Store) Report(ctx context.Context, tenant string) (memory.UsageReport, 
 	}
 	latest := map[string][]byte{}
 	err := archive.NewReader(s.js, "KV_"+s.bucket).Scan(ctx, subject, 1, 0, func(m *jetstream.RawStreamMsg) error {
-		if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+		if archive.KVRemoved(m) {
 			delete(latest, m.Subject)
 			return nil
 		}

@@ -321,7 +321,7 @@ func (s *Store) scan(ctx context.Context, filter string, fn func(Vector)) error 
 	latest := map[string][]byte{}
 	var order []string
 	err := archive.NewReader(s.js, "KV_"+s.bucket).Scan(ctx, prefix+filter, 1, 0, func(m *jetstream.RawStreamMsg) error {
-		if op := m.Header.Get("KV-Operation"); op == "DEL" || op == "PURGE" {
+		if archive.KVRemoved(m) {
 			delete(latest, m.Subject)
 			return nil
 		}

@@ -265,28 +265,23 @@ type Vocab struct {
 func (ix *Index) PrepareVocab(d Doc, v *Vocab, ids []uint32) Prepared {
 	p := Prepared{Doc: d, vocab: v, ids: ids}
 	p.fields()
-	if ix.cfg.ChineseWords > 0 {
-		p.words, p.segmented = wordTerms(d.Text), true
-	}
-	return p
+	return ix.withWords(p)
 }
 
 // PrepareTerms is PrepareTerms for this index, as Index.Prepare is Prepare.
 func (ix *Index) PrepareTerms(d Doc, terms []string) Prepared {
-	p := PrepareTerms(d, terms)
-	if ix.cfg.ChineseWords > 0 {
-		p.words, p.segmented = wordTerms(d.Text), true
-	}
-	return p
+	return ix.withWords(PrepareTerms(d, terms))
 }
 
 // Prepare splits a document into terms for AddPrepared to this index: as [Prepare] does, and
 // with the text's Chinese words when the index's Config has ChineseWords on (AddPrepared would
 // otherwise look for them under the index's lock).
-func (ix *Index) Prepare(d Doc) Prepared {
-	p := Prepare(d)
+func (ix *Index) Prepare(d Doc) Prepared { return ix.withWords(Prepare(d)) }
+
+// withWords adds the text's Chinese words to p when the index's Config has ChineseWords on.
+func (ix *Index) withWords(p Prepared) Prepared {
 	if ix.cfg.ChineseWords > 0 {
-		p.words, p.segmented = wordTerms(d.Text), true
+		p.words, p.segmented = wordTerms(p.Doc.Text), true
 	}
 	return p
 }

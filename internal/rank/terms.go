@@ -24,18 +24,10 @@ func (t *termTable) home(term string) int {
 // find returns the id of term.
 func (t *termTable) find(postings []posting, term string) (int32, bool) {
 	if t.n == 0 {
-		return 0, false
+		return 0, false // nothing to hash the term for
 	}
-	mask := len(t.slots) - 1
-	for i := t.home(term); ; i = (i + 1) & mask {
-		s := t.slots[i]
-		if s == 0 {
-			return 0, false
-		}
-		if postings[s-1].term == term {
-			return s - 1, true
-		}
-	}
+	tid, ok, _ := t.lookup(postings, term)
+	return tid, ok
 }
 
 // reserve makes room for n more terms without growing.

@@ -25,10 +25,12 @@ import (
 // view bucket (events.Topology.ViewBucket, key "<tenant>.<user>") in the background: per session
 // the header's revision, last sequence and head chunk as the view read them, and the turns read
 // (id, role, text, time, sequence, own metadata) with their text's terms as numbers into one
-// table of the user's terms; encoded as viewcodec.go says, compressed with S2. The next cold load of the user (after a
-// restart, an eviction or an idle drop) reads that value, then only each session's header: a
-// session whose header still has the stored revision, last sequence and head chunk takes its
-// turns and terms from the value; any other is read from the stream as before.
+// table of the user's terms; encoded as viewcodec.go says (whose magic names the format: a
+// value of another is not used), compressed with S2. The next cold load of the user (after a
+// restart, an eviction or an idle drop) reads that value, then only the headers of the user's
+// sessions (batched): a session whose header still has the stored revision, last sequence and
+// head chunk takes its turns and terms from the value; any other is read from the stream as
+// before.
 //
 // It is a cache, never a source of truth, and what it holds can only be used while the session
 // it came from is unchanged:
@@ -48,13 +50,8 @@ import (
 //
 // Config.NoStoredViews turns both the reads and the writes off.
 
-// storedViewVersion is the format of a stored view (viewcodec.go); a value of another is not
-// used.
-const storedViewVersion = 2
-
 // storedView is the value of a user in the view bucket.
 type storedView struct {
-	V            int
 	Tenant, User string
 	// Terms are the user's terms, which the turns' Terms number.
 	Terms    []string
@@ -346,7 +343,7 @@ func (b *viewBuilder) fresh() bool {
 
 // build makes the stored view of what the load read.
 func (b *viewBuilder) build() (*storedView, error) {
-	v := &storedView{V: storedViewVersion, Tenant: b.key.tenant, User: b.key.user}
+	v := &storedView{Tenant: b.key.tenant, User: b.key.user}
 	ids := map[string]uint32{}
 	number := func(term string) uint32 {
 		id, ok := ids[term]

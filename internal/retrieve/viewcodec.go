@@ -215,7 +215,7 @@ func decodeView(k userKey, data []byte) (*storedView, error) {
 	// The strings are copied out of raw once, as one string; raw goes back to the pool, so
 	// nothing decoded may keep a slice of it (metadata is cloned).
 	d := &viewDecoder{strs: string(raw[w : w+int(ns)]), st: raw[w+int(ns):]}
-	v := &storedView{V: storedViewVersion, Tenant: d.str("tenant"), User: d.str("user")}
+	v := &storedView{Tenant: d.str("tenant"), User: d.str("user")}
 	if d.err == nil && (v.Tenant != k.tenant || v.User != k.user) {
 		return nil, fmt.Errorf("the value is of tenant %q user %q", v.Tenant, v.User)
 	}

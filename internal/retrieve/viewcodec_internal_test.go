@@ -13,7 +13,7 @@ import (
 
 func sampleView() *storedView {
 	paris := time.FixedZone("", 3600)
-	return &storedView{V: storedViewVersion, Tenant: "acme", User: "ann",
+	return &storedView{Tenant: "acme", User: "ann",
 		Terms: []string{"deploy", "rollback", "部署", ""},
 		Sessions: []storedSession{
 			{Session: "s1", Rev: 7, LastSeq: 42, Head: "c9", Turns: []storedTurn{

@@ -67,7 +67,10 @@ type Index struct {
 	grpOf    []int32          // by slot: the document's group number, -1 for none
 	free     []int32
 	terms    termTable        // term → term id
+	words    termStore        // term id → term
 	postings []posting        // by term id
+	ents     []entry          // every posting's entries, each posting a window of it
+	entWaste int              // entries of ents in no posting's window
 	freeTerm []int32          // ids of empty postings, for reuse
 	groups   map[string]int32 // group id → group number
 	grps     []group          // by group number
@@ -92,14 +95,24 @@ type doc struct {
 }
 
 // posting lists the documents containing a term, by slot: one entry per document, its slot and
-// the term's frequency in it packed in 32 bits, 4 bytes where two int32 slices took 8 and a
-// second slice header. Kept in slot order, an entry is found by binary search: a new
-// document's slot is the highest and its entries are appended; a reused slot's are inserted
-// and a removed document's deleted, moving the entries after it (a memmove of 4 bytes each).
+// the term's frequency in it packed in 32 bits. Kept in slot order, an entry is found by binary
+// search: a new document's slot is the highest and its entries are appended; a reused slot's are
+// inserted and a removed document's deleted, moving the entries after it (a memmove of 4 bytes
+// each).
+//
+// The entries of all postings are in one array (Index.ents), each posting a window of it: n
+// entries from off, room for cap. A posting that outgrows its window moves to the end of the
+// array with twice the room; once more than half of the array is in no window, the postings
+// are copied to a new one (compactEntries). So a posting is 12 bytes with no pointer, where a
+// term string and a slice of its own took 40 and two pointers for the garbage collector to
+// follow, and a cold load's postings, sized to their final length beforehand, are one
+// allocation.
 type posting struct {
-	term string
-	ents []entry
+	off, n, cap uint32
 }
+
+// maxEntries bounds the entries of an index, which windows address with 32-bit offsets.
+const maxEntries = 1<<32 - 1
 
 // entry packs a document's slot (below maxSlots) and the term's frequency in it, saturated at
 // maxTF.
@@ -134,7 +147,7 @@ const (
 	mapEntryBytes  = 40
 	termEntryBytes = 8                             // a termTable slot (4) at a load between three eighths and three quarters
 	docBytes       = int(unsafe.Sizeof(doc{})) + 8 // and lens, grpOf
-	postingBytes   = int(unsafe.Sizeof(posting{}))
+	postingBytes   = int(unsafe.Sizeof(posting{}) + unsafe.Sizeof(termRef{}))
 	groupBytes     = int(unsafe.Sizeof(group{}))
 	pairBytes      = 5 // a posting entry (4, with a quarter of slack for growth)
 )
@@ -253,10 +266,11 @@ func (p *Prepared) fields() {
 // a stored view's, for instance, whose documents share most of their terms.
 type Vocab struct {
 	Terms []string
-	// Kept: the terms' memory lives as long as the documents' texts anyway (a stored view's
-	// terms and texts are substrings of one string), so the index keeps the terms it adds
-	// without copying them.
-	Kept bool
+	// Base, when set, is a string of which every term of Terms is a substring, that lives as
+	// long as the documents' texts anyway (a stored view's terms and texts are substrings of
+	// one string): an index with no terms yet refers to the terms where they are in it instead
+	// of copying them.
+	Base string
 }
 
 // PrepareVocab is PrepareTerms for a document whose text's terms are given as numbers into v
@@ -463,6 +477,7 @@ func (ix *Index) AddPrepared(docs ...Prepared) {
 		for i := range docs {
 			ix.addCounted(&docs[i], at(related, i))
 		}
+		ix.compactEntries()
 		return
 	}
 	sc := addScratchPool.Get().(*addScratch)
@@ -480,6 +495,7 @@ func (ix *Index) AddPrepared(docs ...Prepared) {
 		sc.count[tid]++
 	}
 	defer sc.forgetVocab()
+	ix.adoptVocab(docs)
 	for i := range docs {
 		touched := len(sc.tids)
 		if p := &docs[i]; p.vocab != nil && ix.plain(p, at(related, i)) {
@@ -492,7 +508,7 @@ func (ix *Index) AddPrepared(docs ...Prepared) {
 			for _, v := range p.ids {
 				tid := sc.vtid[v]
 				if tid < 0 {
-					tid = ix.termIDOf(p.vocab.Terms[v], !p.vocab.Kept)
+					tid = ix.termID(p.vocab.Terms[v])
 					sc.vtid[v] = tid
 					sc.vset = append(sc.vset, v)
 				}
@@ -517,25 +533,29 @@ func (ix *Index) AddPrepared(docs ...Prepared) {
 		}
 		sc.ends = append(sc.ends, len(sc.tids))
 	}
-	// The entries of the postings new in this call share one allocation, each posting a window
-	// of it as large as its final size (a cold load adds thousands of terms, most in one or two
-	// documents: one allocation each was most of what indexing allocated, and of the heap's
-	// objects); a posting that grows later moves out of it as any full slice does.
+	// Room for the entries this call adds is made before any is added: the postings new in
+	// this call get windows of their final size, one after another at the end of ents (a cold
+	// load adds thousands of terms, most in one or two documents: one allocation each was most
+	// of what indexing allocated); then a posting whose window is too small moves.
 	fresh := 0
 	for _, tid := range sc.grown {
-		if cap(ix.postings[tid].ents) == 0 {
+		if ix.postings[tid].cap == 0 {
 			fresh += int(sc.adds[tid])
 		}
 	}
-	arena := make([]entry, 0, fresh)
+	off := ix.extend(fresh)
 	for _, tid := range sc.grown {
-		post := &ix.postings[tid]
-		if n := len(arena) + int(sc.adds[tid]); cap(post.ents) == 0 {
-			post.ents, arena = arena[len(arena):len(arena):n], arena[:n]
-		} else {
-			post.ents = slices.Grow(post.ents, int(sc.adds[tid]))
+		if p := &ix.postings[tid]; p.cap == 0 {
+			p.off, p.cap = uint32(off), uint32(sc.adds[tid])
+			off += int(sc.adds[tid])
+			sc.adds[tid] = 0
 		}
-		sc.adds[tid] = 0
+	}
+	for _, tid := range sc.grown {
+		if sc.adds[tid] > 0 {
+			ix.room(tid, int(sc.adds[tid]))
+			sc.adds[tid] = 0
+		}
 	}
 	sc.grown = sc.grown[:0]
 	from := 0
@@ -543,6 +563,21 @@ func (ix *Index) AddPrepared(docs ...Prepared) {
 		to := sc.ends[i]
 		ix.add(&docs[i].Doc, lengths[i], sc.tids[from:to], sc.tfs[from:to])
 		from = to
+	}
+	ix.compactEntries()
+}
+
+// adoptVocab makes the string of the first vocabulary of docs with one (Vocab.Base) the one
+// the index refers to its terms in, when it has no terms yet: a cold load's.
+func (ix *Index) adoptVocab(docs []Prepared) {
+	if ix.terms.len() > 0 {
+		return
+	}
+	for i := range docs {
+		if v := docs[i].vocab; v != nil && v.Base != "" {
+			ix.words.adopt(v.Base)
+			return
+		}
 	}
 }
 
@@ -638,29 +673,24 @@ func (ix *Index) markFields(used [numFields]bool) {
 	}
 }
 
-// termID returns the id of term, adding it (with an empty posting) when it is new.
-func (ix *Index) termID(t string) int32 { return ix.termIDOf(t, true) }
-
-// termIDOf is termID; a new term is copied when clone is set (terms may be substrings of a
-// document's text, which the index must not keep alive), else kept as it is (Vocab.Kept).
-func (ix *Index) termIDOf(t string, clone bool) int32 {
-	tid, ok, slot := ix.terms.lookup(ix.postings, t)
+// termID returns the id of term, adding it (with an empty posting) when it is new. The index
+// keeps its own copy of a new term (terms may be substrings of a document's text, which the
+// index must not keep alive) unless it lies in the kept string of a vocabulary (Vocab.Base).
+func (ix *Index) termID(t string) int32 {
+	tid, ok, slot := ix.terms.lookup(&ix.words, t)
 	if ok {
 		return tid
-	}
-	if clone {
-		t = strings.Clone(t)
 	}
 	if k := len(ix.freeTerm); k > 0 {
 		tid = ix.freeTerm[k-1]
 		ix.freeTerm = ix.freeTerm[:k-1]
-		ix.postings[tid].term = t
 	} else {
 		tid = int32(len(ix.postings))
-		ix.postings = append(ix.postings, posting{term: t})
+		ix.postings = append(ix.postings, posting{})
 	}
+	ix.words.set(tid, t)
 	if !ix.terms.insertAt(tid, slot) { // the table must grow first
-		ix.terms.insert(ix.postings, tid)
+		ix.terms.insert(&ix.words, tid)
 	}
 	ix.bytes += len(t) + termEntryBytes + postingBytes
 	return tid
@@ -669,10 +699,57 @@ func (ix *Index) termIDOf(t string, clone bool) int32 {
 // reserveTerms makes room for the n terms of a vocabulary (PrepareVocab) about to be added: the
 // term table grows once; an index without terms (a cold load) also gets its postings' room.
 func (ix *Index) reserveTerms(n int) {
-	ix.terms.reserve(ix.postings, n)
+	ix.terms.reserve(&ix.words, n)
 	if len(ix.postings) == 0 {
 		ix.postings = slices.Grow(ix.postings, n)
+		ix.words.refs = slices.Grow(ix.words.refs, n)
 	}
+}
+
+// entsOf returns the entries of posting p.
+func (ix *Index) entsOf(p *posting) []entry { return ix.ents[p.off : p.off+p.n : p.off+p.n] }
+
+// extend adds room for n entries at the end of ents, in no window yet, and returns where it
+// begins.
+func (ix *Index) extend(n int) int {
+	off := len(ix.ents)
+	if off+n > maxEntries {
+		panic("rank: more than 4,294,967,295 posting entries in one index")
+	}
+	ix.ents = slices.Grow(ix.ents, n)[:off+n]
+	return off
+}
+
+// room makes posting tid's window hold k more entries: one too small moves to the end of ents,
+// with room for twice its entries or for the k, whichever is more.
+func (ix *Index) room(tid int32, k int) {
+	p := &ix.postings[tid]
+	if int(p.n)+k <= int(p.cap) {
+		return
+	}
+	c := max(int(p.n)+k, 2*int(p.cap))
+	off := ix.extend(c)
+	copy(ix.ents[off:], ix.ents[p.off:p.off+p.n])
+	ix.entWaste += int(p.cap)
+	p.off, p.cap = uint32(off), uint32(c)
+}
+
+// compactEntries copies the postings' windows to a new array when more than half of ents is in
+// none (moved and freed postings'), so that ents stays within twice what the windows hold.
+func (ix *Index) compactEntries() {
+	if ix.entWaste <= 1024 || 2*ix.entWaste <= len(ix.ents) {
+		return
+	}
+	ents := make([]entry, 0, len(ix.ents)-ix.entWaste)
+	for i := range ix.postings {
+		p := &ix.postings[i]
+		if p.cap > 0 {
+			off := len(ents)
+			ents = append(ents, ix.ents[p.off:p.off+p.cap]...)
+			p.off = uint32(off)
+		}
+	}
+	ix.ents, ix.entWaste = ents, 0
 }
 
 // add adds a document that is not in the index, of length terms, whose distinct terms have
@@ -698,14 +775,17 @@ func (ix *Index) add(d *Doc, length int, tids, tfs []int32) {
 		nd.weight = float32(ix.cfg.AgentTurn)
 	}
 	for ti, tid := range tids {
-		n := tfs[ti]
-		post := &ix.postings[tid]
-		if k := len(post.ents); k == 0 || post.ents[k-1].slot() < slot {
-			post.ents = append(post.ents, newEntry(slot, n))
+		ix.room(tid, 1) // made beforehand by AddPrepared's bulk path
+		p := &ix.postings[tid]
+		w, e := ix.ents[p.off:p.off+p.n+1], newEntry(slot, tfs[ti])
+		if k := p.n; k == 0 || w[k-1].slot() < slot {
+			w[k] = e
 		} else {
-			i, _ := slices.BinarySearchFunc(post.ents, slot, bySlot)
-			post.ents = slices.Insert(post.ents, i, newEntry(slot, n))
+			i, _ := slices.BinarySearchFunc(w[:k], slot, bySlot)
+			copy(w[i+1:], w[i:k])
+			w[i] = e
 		}
+		p.n++
 	}
 	ix.bytes += len(id) + mapEntryBytes + docBytes + pairBytes*len(tids)
 	if d.Group != "" {
@@ -773,7 +853,7 @@ func (ix *Index) RemoveDocs(docs ...Doc) {
 		}
 		found := int32(0)
 		for _, t := range terms[i] {
-			if tid, ok := ix.terms.find(ix.postings, t); ok && ix.removeEntry(int(tid), slot) {
+			if tid, ok := ix.terms.find(&ix.words, t); ok && ix.removeEntry(tid, slot) {
 				found++
 			}
 		}
@@ -784,31 +864,36 @@ func (ix *Index) RemoveDocs(docs ...Doc) {
 		}
 	}
 	ix.remove(rest)
+	ix.compactEntries()
 }
 
 // removeEntry deletes slot's entry from posting tid, freeing the term when it was the last, and
 // reports whether there was one.
-func (ix *Index) removeEntry(tid int, slot int32) bool {
+func (ix *Index) removeEntry(tid int32, slot int32) bool {
 	p := &ix.postings[tid]
-	i, found := slices.BinarySearchFunc(p.ents, slot, bySlot)
+	w := ix.entsOf(p)
+	i, found := slices.BinarySearchFunc(w, slot, bySlot)
 	if !found {
 		return false
 	}
-	p.ents = slices.Delete(p.ents, i, i+1)
+	copy(w[i:], w[i+1:])
+	p.n--
 	ix.bytes -= pairBytes
-	if len(p.ents) == 0 {
+	if p.n == 0 {
 		ix.freePosting(tid)
 	}
 	return true
 }
 
-// freePosting returns the empty posting tid's term id for reuse.
-func (ix *Index) freePosting(tid int) {
-	p := &ix.postings[tid]
-	ix.terms.remove(ix.postings, p.term)
-	ix.bytes -= len(p.term) + termEntryBytes + postingBytes
-	*p = posting{}
-	ix.freeTerm = append(ix.freeTerm, int32(tid))
+// freePosting returns the empty posting tid's term id for reuse, its window to the waste.
+func (ix *Index) freePosting(tid int32) {
+	t := ix.words.term(tid)
+	ix.terms.remove(&ix.words, t)
+	ix.bytes -= len(t) + termEntryBytes + postingBytes
+	ix.entWaste += int(ix.postings[tid].cap)
+	ix.postings[tid] = posting{}
+	ix.words.free(tid)
+	ix.freeTerm = append(ix.freeTerm, tid)
 }
 
 // remove deletes the documents in slots: their entries, found in one pass over the postings,
@@ -821,26 +906,29 @@ func (ix *Index) remove(slots []int32) {
 	slots = slices.Compact(slots)
 	for tid := range ix.postings {
 		p := &ix.postings[tid]
-		n := len(p.ents)
-		if n == 0 || p.ents[0].slot() > slots[len(slots)-1] || p.ents[n-1].slot() < slots[0] {
+		w := ix.entsOf(p)
+		n := len(w)
+		if n == 0 || w[0].slot() > slots[len(slots)-1] || w[n-1].slot() < slots[0] {
 			continue // a free term, or no slot of slots within its range
 		}
 		if len(slots) == 1 {
-			ix.removeEntry(tid, slots[0])
+			ix.removeEntry(int32(tid), slots[0])
 			continue
 		}
-		p.ents = slices.DeleteFunc(p.ents, func(e entry) bool {
+		w = slices.DeleteFunc(w, func(e entry) bool {
 			_, found := slices.BinarySearch(slots, e.slot())
 			return found
 		})
-		ix.bytes -= pairBytes * (n - len(p.ents))
-		if len(p.ents) == 0 {
-			ix.freePosting(tid)
+		p.n = uint32(len(w))
+		ix.bytes -= pairBytes * (n - len(w))
+		if len(w) == 0 {
+			ix.freePosting(int32(tid))
 		}
 	}
 	for _, slot := range slots {
 		ix.removeRecord(slot)
 	}
+	ix.compactEntries()
 }
 
 // removeRecord deletes the record of the document in slot, whose entries are gone.
@@ -865,6 +953,34 @@ func (ix *Index) removeRecord(slot int32) {
 	*d = doc{}
 	ix.lens[slot], ix.grpOf[slot] = 0, -1
 	ix.free = append(ix.free, slot)
+}
+
+// Compact copies the postings' entries, and the terms' bytes the index keeps a copy of, to
+// arrays of their exact size, dropping the room that postings grown one call at a time keep
+// for more (up to twice their entries, and as much again in windows moved out of). It is for
+// an index that was just built and will mostly be searched: a cold load that added a session
+// at a time (in a synthetic set of 500 turns in 47 sessions, the array of entries held 2.4
+// times the entries before, exactly them after). The next document added to a posting moves
+// it to the end, with room to grow.
+func (ix *Index) Compact() {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.words.compact()
+	live := 0
+	for i := range ix.postings {
+		live += int(ix.postings[i].n)
+	}
+	if live == len(ix.ents) {
+		return // the windows are full and nothing is wasted: a cold load in one call
+	}
+	ents := make([]entry, 0, live)
+	for i := range ix.postings {
+		p := &ix.postings[i]
+		off := len(ents)
+		ents = append(ents, ix.entsOf(p)...)
+		p.off, p.cap = uint32(off), p.n
+	}
+	ix.ents, ix.entWaste = ents, 0
 }
 
 // Len returns the number of documents in the index.

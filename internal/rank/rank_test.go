@@ -283,6 +283,11 @@ func TestIncrementalEqualsBatch(t *testing.T) {
 				delete(live, id)
 			}
 		}
+		if i%150 == 149 {
+			// Trimmed postings grow again and shrink as before.
+			inc.Compact()
+			checkPostings(t, inc, live)
+		}
 	}
 	batch := NewIndex(Config{})
 	keys := make([]string, 0, len(live))
@@ -324,20 +329,39 @@ func checkPostings(t *testing.T, ix *Index, live map[string]Doc) {
 		want += len(tf)
 	}
 	entries := 0
-	for _, p := range ix.postings {
-		for i, e := range p.ents {
-			if i > 0 && p.ents[i-1].slot() >= e.slot() {
-				t.Fatalf("posting %q: slot %d after %d", p.term, e.slot(), p.ents[i-1].slot())
+	windows := 0
+	for tid := range ix.postings {
+		p := &ix.postings[tid]
+		ents, term := ix.entsOf(p), ix.words.term(int32(tid))
+		for i, e := range ents {
+			if i > 0 && ents[i-1].slot() >= e.slot() {
+				t.Fatalf("posting %q: slot %d after %d", term, e.slot(), ents[i-1].slot())
 			}
 			d := ix.docs[e.slot()]
-			if n := tfs[d.id][p.term]; d.id == "" || n == 0 || min(n, maxTF) != int(e.tf()) {
-				t.Fatalf("posting %q names slot %d (%q) with frequency %d; its text has the term %d times", p.term, e.slot(), d.id, e.tf(), n)
+			if n := tfs[d.id][term]; d.id == "" || n == 0 || min(n, maxTF) != int(e.tf()) {
+				t.Fatalf("posting %q names slot %d (%q) with frequency %d; its text has the term %d times", term, e.slot(), d.id, e.tf(), n)
 			}
 		}
-		entries += len(p.ents)
+		if p.n > 0 {
+			if got, ok := ix.terms.find(&ix.words, term); !ok || got != int32(tid) {
+				t.Fatalf("posting %d's term %q is found as %d, %v", tid, term, got, ok)
+			}
+		}
+		if p.n > p.cap || int(p.off+p.cap) > len(ix.ents) {
+			t.Fatalf("posting %q: %d entries, a window of %d at %d in %d", term, p.n, p.cap, p.off, len(ix.ents))
+		}
+		entries += int(p.n)
+		windows += int(p.cap)
 	}
 	if entries != want {
 		t.Fatalf("%d posting entries for %d document terms", entries, want)
+	}
+	// The windows do not overlap, and what is in none is counted (compactEntries relies on it).
+	if windows+ix.entWaste != len(ix.ents) {
+		t.Fatalf("windows of %d entries and %d wasted in an array of %d", windows, ix.entWaste, len(ix.ents))
+	}
+	if ix.entWaste > 1024 && 2*ix.entWaste > len(ix.ents) {
+		t.Fatalf("%d of %d entries wasted, not compacted", ix.entWaste, len(ix.ents))
 	}
 }
 

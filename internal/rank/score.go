@@ -100,8 +100,8 @@ func (s *scratch) addText(ents []entry, wk, c0, c1 float64, lens, grpOf []int32,
 
 // gatedTerm is a query term's context posting, scored once the text has been, with its weight.
 type gatedTerm struct {
-	p  *posting
-	wk float64
+	ents []entry
+	wk   float64
 }
 
 // fields reports which fields the index holds terms of and ranks with.
@@ -117,7 +117,7 @@ func (ix *Index) fields() [numFields]bool {
 // findField returns the id of term in the field of prefix.
 func (ix *Index) findField(s *scratch, prefix, term string) (int32, bool) {
 	s.key = append(append(s.key[:0], prefix...), term...)
-	return ix.terms.find(ix.postings, unsafe.String(unsafe.SliceData(s.key), len(s.key)))
+	return ix.terms.find(&ix.words, unsafe.String(unsafe.SliceData(s.key), len(s.key)))
 }
 
 func bm25IDF(n, df int) float64 {
@@ -149,32 +149,28 @@ func (ix *Index) search(s *scratch, qt []qterm, k int) []Hit {
 	}
 	fields := ix.fields()
 	for _, q := range qt {
-		tid, ok := ix.terms.find(ix.postings, q.term)
-		var own *posting
-		if ok {
-			own = &ix.postings[tid]
+		// The term's entries in the text and in the other fields (none: not there; a term in
+		// the index has at least one).
+		var own []entry
+		if tid, ok := ix.terms.find(&ix.words, q.term); ok {
+			own = ix.entsOf(&ix.postings[tid])
 		}
-		var fp [numFields]*posting // the term's postings in the other fields
-		df := 0
-		if own != nil {
-			df = len(own.ents)
-		}
+		var fp [numFields][]entry
+		df := len(own)
 		for f := range numFields {
 			if fields[f] {
 				if ftid, ok := ix.findField(s, fieldPrefixes[f], q.term); ok {
-					fp[f] = &ix.postings[ftid]
+					fp[f] = ix.entsOf(&ix.postings[ftid])
 				}
 			}
 		}
-		if fp[fieldMention] != nil {
-			df += len(fp[fieldMention].ents)
-		}
-		if p := fp[fieldRelated]; p != nil {
+		df += len(fp[fieldMention])
+		if p := fp[fieldRelated]; len(p) > 0 {
 			// Related words: BM25 without length normalisation, at the idf of the word over
 			// the texts and this field together (a word that many words are a kind of tells
 			// little), not in the session's score.
-			wr := cfg.Related * q.w * bm25IDF(n, min(n, df+len(p.ents))) * (k1 + 1)
-			for _, e := range p.ents {
+			wr := cfg.Related * q.w * bm25IDF(n, min(n, df+len(p))) * (k1 + 1)
+			for _, e := range p {
 				slot, tf := e.slot(), float64(e.tf())
 				if s.acc[slot] == 0 {
 					s.matched = append(s.matched, slot)
@@ -184,8 +180,8 @@ func (ix *Index) search(s *scratch, qt []qterm, k int) []Hit {
 		}
 		if df == 0 {
 			for f, p := range fp {
-				if p != nil && f != fieldRelated {
-					df = max(df, len(p.ents))
+				if f != fieldRelated {
+					df = max(df, len(p))
 				}
 			}
 		}
@@ -203,11 +199,11 @@ func (ix *Index) search(s *scratch, qt []qterm, k int) []Hit {
 		wk := w * (k1 + 1)
 		s.gseen = s.gseen[:0]
 		// The text's occurrences (own, and the addressee's name at Mention).
-		if own != nil {
-			s.addText(own.ents, wk, c0, c1, lens, grpOf, session)
+		if len(own) > 0 {
+			s.addText(own, wk, c0, c1, lens, grpOf, session)
 		}
-		if p := fp[fieldMention]; p != nil {
-			s.addText(p.ents, cfg.Mention*wk, c0, c1, lens, grpOf, session)
+		if p := fp[fieldMention]; len(p) > 0 {
+			s.addText(p, cfg.Mention*wk, c0, c1, lens, grpOf, session)
 		}
 		// The context and speaker fields: BM25 without length normalisation, not in the
 		// session's score (the context is another turn of the session). With ContextGate a
@@ -215,14 +211,14 @@ func (ix *Index) search(s *scratch, qt []qterm, k int) []Hit {
 		// added after every term's text.
 		for f, fw := range [...]float64{fieldContext: cfg.Context, fieldSpeaker: cfg.Speaker} {
 			p := fp[f]
-			if p == nil {
+			if len(p) == 0 {
 				continue
 			}
 			if f == fieldContext && cfg.ContextGate {
 				s.gated = append(s.gated, gatedTerm{p, fw * wk})
 				continue
 			}
-			for _, e := range p.ents {
+			for _, e := range p {
 				slot, tf := e.slot(), float64(e.tf())
 				if s.acc[slot] == 0 {
 					s.matched = append(s.matched, slot)
@@ -243,7 +239,7 @@ func (ix *Index) search(s *scratch, qt []qterm, k int) []Hit {
 		}
 	}
 	for _, gt := range s.gated {
-		for _, e := range gt.p.ents {
+		for _, e := range gt.ents {
 			if slot, tf := e.slot(), float64(e.tf()); s.acc[slot] > 0 {
 				s.acc[slot] += gt.wk * tf / (tf + k1)
 			}
@@ -287,8 +283,8 @@ func (ix *Index) selectTerms(qt []qterm, m int, perfect, gPerfect *float64, sess
 	cands := make([]cand, 0, len(qt))
 	keep := make([]bool, len(qt))
 	for i, q := range qt {
-		if tid, ok := ix.terms.find(ix.postings, q.term); ok {
-			cands = append(cands, cand{i, q.w * bm25IDF(ix.live, len(ix.postings[tid].ents))})
+		if tid, ok := ix.terms.find(&ix.words, q.term); ok {
+			cands = append(cands, cand{i, q.w * bm25IDF(ix.live, int(ix.postings[tid].n))})
 		} else {
 			keep[i] = true // scored below as missing: it only adds to the perfect score
 		}

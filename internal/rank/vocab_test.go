@@ -3,6 +3,7 @@ package rank
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/agentmem/agentmem/internal/search"
@@ -27,7 +28,7 @@ func TestPrepareVocabIndexesAsPrepare(t *testing.T) {
 	}
 	for _, cfg := range []Config{{}, {Context: 0.5, Speaker: 0.3, Mention: 0.5, ChineseWords: 1, Related: 0.2}} {
 		plain, numbered := NewIndex(cfg), NewIndex(cfg)
-		vocab := &Vocab{Kept: true}
+		vocab := &Vocab{}
 		seen := map[string]uint32{}
 		var a, b []Prepared
 		for _, d := range docs {
@@ -44,9 +45,20 @@ func TestPrepareVocabIndexesAsPrepare(t *testing.T) {
 			}
 			b = append(b, numbered.PrepareVocab(d, vocab, ids))
 		}
+		// The terms as a stored view gives them: substrings of one string, which the index
+		// refers to instead of copying them.
+		vocab.Base = strings.Join(vocab.Terms, "")
+		at := 0
+		for i, term := range vocab.Terms {
+			vocab.Terms[i] = vocab.Base[at : at+len(term)]
+			at += len(term)
+		}
 		plain.AddPrepared(a[:20]...)
 		plain.AddPrepared(a[20:]...)
 		numbered.AddPrepared(b[:20]...)
+		if numbered.words.kept != vocab.Base || plain.words.kept != "" {
+			t.Fatalf("%+v: the vocabulary's string was not adopted (kept %d bytes of %d)", cfg, len(numbered.words.kept), len(vocab.Base))
+		}
 		numbered.AddPrepared(b[20:]...)
 		for _, q := range []string{"postgres rollback", "what did Alice ask Bob about kafka?", "部署", "friday deploy of nats"} {
 			if got, want := numbered.Search(q, 10), plain.Search(q, 10); !reflect.DeepEqual(got, want) {
@@ -58,8 +70,9 @@ func TestPrepareVocabIndexesAsPrepare(t *testing.T) {
 		if got, want := numbered.Search("postgres rollback", 10), plain.Search("postgres rollback", 10); !reflect.DeepEqual(got, want) || plain.Len() != 10 || numbered.Bytes() != plain.Bytes() {
 			t.Errorf("%+v after removals: %+v (%d bytes), want %+v (%d bytes)", cfg, got, numbered.Bytes(), want, plain.Bytes())
 		}
-		// Postings that shared one allocation grow out of it and shrink in it: the removed
-		// documents come back one by one, then every other document goes again.
+		// Postings trimmed to their size (Compact) grow out of their windows and shrink in them:
+		// the removed documents come back one by one, then every other document goes again.
+		numbered.Compact()
 		for i := range 30 {
 			plain.AddPrepared(plain.Prepare(docs[i]))
 			numbered.AddPrepared(b[i])

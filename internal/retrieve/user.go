@@ -260,6 +260,7 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 	// session is read: one call of AddPrepared, which looks each term of the stored view's table
 	// up once (rank.PrepareVocab), instead of one per session under the lock the others wait on.
 	var fromStored []rank.Prepared
+	added := 0 // documents indexed by this call
 	apply := func(r read) {
 		applying.Lock()
 		defer applying.Unlock()
@@ -289,6 +290,7 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 			docs = append(docs, r.docs[i])
 			u.addEntries(1, archivedBytes(e))
 		}
+		added += len(docs)
 		if r.stored != nil {
 			fromStored = append(fromStored, docs...)
 		} else {
@@ -376,6 +378,11 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 	if len(fromStored) > 0 {
 		u.archIdx.AddPrepared(fromStored...)
 		u.noteIndexes()
+	}
+	if added > 0 && 2*added > u.archIdx.Len() {
+		// Most of the index is new (a cold load, a session at a time): its postings are
+		// trimmed to their size, as a view mostly searched from now on.
+		u.archIdx.Compact()
 	}
 	if err != nil {
 		return err // a session that failed stays dirty, for the next request to read

@@ -214,7 +214,8 @@ func decodeView(k userKey, data []byte) (*storedView, error) {
 	}
 	// The strings are copied out of raw once, as one string; raw goes back to the pool, so
 	// nothing decoded may keep a slice of it (metadata is cloned).
-	d := &viewDecoder{strs: string(raw[w : w+int(ns)]), st: raw[w+int(ns):]}
+	base := string(raw[w : w+int(ns)])
+	d := &viewDecoder{strs: base, st: raw[w+int(ns):]}
 	v := &storedView{Tenant: d.str("tenant"), User: d.str("user")}
 	if d.err == nil && (v.Tenant != k.tenant || v.User != k.user) {
 		return nil, fmt.Errorf("the value is of tenant %q user %q", v.Tenant, v.User)
@@ -269,8 +270,8 @@ func decodeView(k userKey, data []byte) (*storedView, error) {
 	case len(d.st) != 0 || len(d.strs) != 0 || len(all) != 0:
 		return nil, errors.New("bytes left after the view")
 	}
-	// The terms are substrings of the strings section, as the texts are: the index keeps them
-	// without a copy of each.
-	v.vocab = &rank.Vocab{Terms: v.Terms, Kept: true}
+	// The terms are substrings of the strings section, as the texts are: the index refers to
+	// them there instead of copying them.
+	v.vocab = &rank.Vocab{Terms: v.Terms, Base: base}
 	return v, nil
 }

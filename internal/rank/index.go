@@ -768,7 +768,7 @@ func (ix *Index) add(d *Doc, length int, tids, tfs []int32) {
 		ix.lens = append(ix.lens, 0)
 		ix.grpOf = append(ix.grpOf, -1)
 	}
-	id := strings.Clone(d.ID)
+	id := ix.own(d.ID)
 	ix.slots[id] = slot
 	nd := doc{id: id, group: -1, length: int32(length), weight: 1, nterms: int32(len(tids))}
 	if d.Role != "" && d.Role != "user" && d.Speaker == "" {
@@ -791,7 +791,7 @@ func (ix *Index) add(d *Doc, length int, tids, tfs []int32) {
 	if d.Group != "" {
 		g, ok := ix.groups[d.Group]
 		if !ok {
-			gid := strings.Clone(d.Group)
+			gid := ix.own(d.Group)
 			if k := len(ix.freeGrp); k > 0 {
 				g = ix.freeGrp[k-1]
 				ix.freeGrp = ix.freeGrp[:k-1]
@@ -813,6 +813,16 @@ func (ix *Index) add(d *Doc, length int, tids, tfs []int32) {
 	ix.grpOf[slot] = nd.group
 	ix.live++
 	ix.totalLen += length
+}
+
+// own returns s, or a copy of it when it does not lie in the string the index keeps (a stored
+// view's, Vocab.Base, whose turns' ids and session ids are substrings of it): the index must
+// not keep a caller's larger string alive by a substring.
+func (ix *Index) own(s string) string {
+	if ix.words.isKept(s) {
+		return s
+	}
+	return strings.Clone(s)
 }
 
 // Remove deletes the documents ids; unknown ids are ignored. It looks through every posting for

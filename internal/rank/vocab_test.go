@@ -47,11 +47,20 @@ func TestPrepareVocabIndexesAsPrepare(t *testing.T) {
 		}
 		// The terms as a stored view gives them: substrings of one string, which the index
 		// refers to instead of copying them.
-		vocab.Base = strings.Join(vocab.Terms, "")
+		// The documents' ids are substrings of it too: the index keeps them without a copy.
+		var ids []string
+		for _, p := range b {
+			ids = append(ids, p.Doc.ID)
+		}
+		vocab.Base = strings.Join(vocab.Terms, "") + strings.Join(ids, "")
 		at := 0
 		for i, term := range vocab.Terms {
 			vocab.Terms[i] = vocab.Base[at : at+len(term)]
 			at += len(term)
+		}
+		for i := range b {
+			b[i].Doc.ID = vocab.Base[at : at+len(ids[i])]
+			at += len(ids[i])
 		}
 		plain.AddPrepared(a[:20]...)
 		plain.AddPrepared(a[20:]...)
@@ -60,6 +69,11 @@ func TestPrepareVocabIndexesAsPrepare(t *testing.T) {
 			t.Fatalf("%+v: the vocabulary's string was not adopted (kept %d bytes of %d)", cfg, len(numbered.words.kept), len(vocab.Base))
 		}
 		numbered.AddPrepared(b[20:]...)
+		for _, d := range numbered.docs {
+			if !numbered.words.isKept(d.id) {
+				t.Fatalf("%+v: document %q was copied, not kept in the vocabulary's string", cfg, d.id)
+			}
+		}
 		for _, q := range []string{"postgres rollback", "what did Alice ask Bob about kafka?", "部署", "friday deploy of nats"} {
 			if got, want := numbered.Search(q, 10), plain.Search(q, 10); !reflect.DeepEqual(got, want) {
 				t.Errorf("%+v %q: numbered terms give\n%+v\nwhere the text gives\n%+v", cfg, q, got, want)

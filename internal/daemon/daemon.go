@@ -125,7 +125,7 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Daemon, error)
 		return nil, err
 	}
 	closed := make(chan struct{})
-	copts := append([]nats.Option{nats.Name("memoryd"), nats.MaxReconnects(-1),
+	copts := append([]nats.Option{nats.Name("memoryd"), nats.MaxReconnects(-1), nats.SyncQueueLen(session.SyncQueueLen),
 		nats.ClosedHandler(func(*nats.Conn) { close(closed) })}, cfg.ClientOptions...)
 	d.nc, err = nats.Connect(b.ClientURL(), copts...)
 	if err != nil {

@@ -217,8 +217,16 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 		}
 		build = newViewBuilder(views, u.key, stored)
 		if stored != nil {
+			turns := 0
 			for _, ss := range stored.Sessions {
 				storedOf[ss.Session] = ss
+				turns += len(ss.Turns)
+			}
+			if len(u.archive) == 0 {
+				// Sized once for the turns the view holds, rather than grown a doubling at a
+				// time (each growth dropping the table before: half a megabyte of garbage per
+				// cold user of 500 turns).
+				u.archive = make(map[string]memory.Entry, turns)
 			}
 		}
 	}

@@ -40,3 +40,12 @@ func TestParseKey(t *testing.T) {
 		}
 	}
 }
+
+// A synchronous subscription of SyncQueueLen holds a whole batched reply (the headers and the
+// end-of-batch message) even when its reader is slow: below that nats.go would drop messages as a
+// slow consumer.
+func TestSyncQueueHoldsABatch(t *testing.T) {
+	if SyncQueueLen < headersPerRequest+1 {
+		t.Fatalf("SyncQueueLen %d is shorter than a batched reply of %d messages", SyncQueueLen, headersPerRequest+1)
+	}
+}

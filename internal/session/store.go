@@ -113,6 +113,14 @@ type Stored struct {
 // headersPerRequest bounds the keys of one batched read (the server answers at most 1,024).
 const headersPerRequest = 256
 
+// SyncQueueLen is the channel length (nats.SyncQueueLen) that memoryd's connections give a
+// synchronous subscription. A batched read (Headers, through natsext.RequestMany) subscribes
+// synchronously once per call, and nats.go's default of 65,536 messages is a channel of 512 KB
+// allocated, zeroed and dropped each time: half a megabyte of garbage and about 130 page faults
+// for each cold user a retriever loads, for a reply of at most headersPerRequest+1 messages.
+// Nothing in memoryd reads a synchronous subscription that receives more than one such reply.
+const SyncQueueLen = 1024
+
 // Headers reads the stored headers of keys in batched direct gets (one request for up to
 // headersPerRequest keys, where Header makes one each): a key without a header, or with a
 // corrupt one (reported), is not in the map. It fails as a whole when a batch cannot be read,

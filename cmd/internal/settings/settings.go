@@ -29,6 +29,7 @@ import (
 	"github.com/agentmem/agentmem/internal/limits"
 	"github.com/agentmem/agentmem/internal/llm"
 	"github.com/agentmem/agentmem/internal/metrics"
+	"github.com/agentmem/agentmem/internal/session"
 	"github.com/agentmem/agentmem/internal/tracing"
 	"github.com/agentmem/agentmem/pkg/events"
 	"github.com/agentmem/agentmem/pkg/memory"
@@ -295,7 +296,7 @@ func (c *Conn) ConnectWorker(name string) (*nats.Conn, error) {
 }
 
 func (c *Conn) connect(name string, extra ...nats.Option) (*nats.Conn, error) {
-	opts := append([]nats.Option{nats.Name(name), nats.MaxReconnects(-1)}, extra...)
+	opts := append([]nats.Option{nats.Name(name), nats.MaxReconnects(-1), nats.SyncQueueLen(session.SyncQueueLen)}, extra...)
 	if c.Creds != "" {
 		opts = append(opts, nats.UserCredentials(c.Creds))
 	}

@@ -161,10 +161,19 @@ func (p *lastTurn) dialogueDoc(d rank.Doc, md map[string]any) rank.Doc {
 		for i < len(tail) && tail[i]&0xC0 == 0x80 { // not in the middle of a character
 			i++
 		}
-		tail = strings.Clone(tail[i:])
+		tail = tail[i:]
 	}
 	p.role, p.speaker, p.tail = d.Role, d.Speaker, tail
 	return d
+}
+
+// kept returns p with its strings copied: a turn's, which it may be substrings of, for a
+// lastTurn kept past the read that made it (archiveSession.last). dialogueDoc does not copy
+// them: a load makes one lastTurn per turn and keeps one per session.
+func (p lastTurn) kept() lastTurn {
+	p.role, p.speaker, p.tail = strings.Clone(p.role), strings.Clone(p.speaker), strings.Clone(p.tail)
+	p.named = [2]string{strings.Clone(p.named[0]), strings.Clone(p.named[1])}
+	return p
 }
 
 // greetings open a turn that addresses someone by name right after ("Hey Mel!", "Thanks,

@@ -306,7 +306,7 @@ func (u *userView) refreshArchive(ctx context.Context, store *session.Store, rea
 			u.noteIndexes()
 		}
 		u.bytes.Add(int64(r.last.size() - r.as.last.size()))
-		r.as.last = r.last
+		r.as.last = r.last.kept()
 		r.as.scanned = r.upTo
 		r.as.dirty = false
 	}

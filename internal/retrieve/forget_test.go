@@ -101,9 +101,14 @@ func TestTombstonedSessionLeavesTheCachedArchive(t *testing.T) {
 	js, topo := e.jetStream(t)
 	e.seed(t, "s1", "alice", []client.Turn{{ID: "a1", Content: "my kitten is called Pixel"}, {ID: "a2", Content: "the kitten sleeps on the keyboard"}})
 	e.seed(t, "s2", "alice", []client.Turn{{ID: "b1", Content: "a kitten video made me laugh"}})
-	if ids := e.archiveIDs(t, "alice", "kitten"); !slices.Equal(ids, []string{"a1", "a2", "b1"}) {
-		t.Fatalf("before: %v", ids)
-	}
+	// A user's new session joins their archive once its reference to the user is written,
+	// which may follow the session's commit (what seed waits for).
+	brokertest.CheckFor(t, 10*time.Second, 20*time.Millisecond, func() error {
+		if ids := e.archiveIDs(t, "alice", "kitten"); !slices.Equal(ids, []string{"a1", "a2", "b1"}) {
+			return fmt.Errorf("before: %v", ids)
+		}
+		return nil
+	})
 	store, err := session.NewStore(ctx, js, topo)
 	if err != nil {
 		t.Fatal(err)

@@ -120,15 +120,20 @@ func (vs *viewStore) isLarge(k userKey) bool {
 	return vs.large[k]
 }
 
-// markLarge records that k's view is too large to store, and counts it.
+// markLarge records that k's view is too large to store, and counts it the first time: two
+// loads of the user at once (a request's and the warmer's, which checked the mark before the
+// other set it) find the same view too large.
 func (vs *viewStore) markLarge(k userKey) {
 	vs.mu.Lock()
 	if vs.large == nil {
 		vs.large = map[userKey]bool{}
 	}
+	known := vs.large[k]
 	vs.large[k] = true
 	vs.mu.Unlock()
-	vs.count("too_large", 1)
+	if !known {
+		vs.count("too_large", 1)
+	}
 }
 
 func newViewStore(kv jetstream.KeyValue, maxBytes int, log zerolog.Logger, m *metrics.Metrics) *viewStore {

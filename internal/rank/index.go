@@ -737,17 +737,31 @@ func (ix *Index) room(tid int32, k int) {
 // compactEntries copies the postings' windows to a new array when more than half of ents is in
 // none (moved and freed postings'), so that ents stays within twice what the windows hold.
 func (ix *Index) compactEntries() {
-	if ix.entWaste <= 1024 || 2*ix.entWaste <= len(ix.ents) {
-		return
+	if ix.entWaste > 1024 && 2*ix.entWaste > len(ix.ents) {
+		ix.copyEntries(false)
 	}
-	ents := make([]entry, 0, len(ix.ents)-ix.entWaste)
+}
+
+// copyEntries copies every posting's window to a new array of their total size, one after
+// another: each window with its room, or, when trim is set, with its entries alone.
+func (ix *Index) copyEntries(trim bool) {
+	size := 0
+	for i := range ix.postings {
+		if p := &ix.postings[i]; trim {
+			size += int(p.n)
+		} else {
+			size += int(p.cap)
+		}
+	}
+	ents := make([]entry, 0, size)
 	for i := range ix.postings {
 		p := &ix.postings[i]
-		if p.cap > 0 {
-			off := len(ents)
-			ents = append(ents, ix.ents[p.off:p.off+p.cap]...)
-			p.off = uint32(off)
+		if trim {
+			p.cap = p.n
 		}
+		off := len(ents)
+		ents = append(ents, ix.ents[p.off:p.off+p.cap]...)
+		p.off = uint32(off)
 	}
 	ix.ents, ix.entWaste = ents, 0
 }
@@ -980,17 +994,9 @@ func (ix *Index) Compact() {
 	for i := range ix.postings {
 		live += int(ix.postings[i].n)
 	}
-	if live == len(ix.ents) {
-		return // the windows are full and nothing is wasted: a cold load in one call
+	if live != len(ix.ents) { // else the windows are full and nothing is wasted: a cold load in one call
+		ix.copyEntries(true)
 	}
-	ents := make([]entry, 0, live)
-	for i := range ix.postings {
-		p := &ix.postings[i]
-		off := len(ents)
-		ents = append(ents, ix.entsOf(p)...)
-		p.off, p.cap = uint32(off), p.n
-	}
-	ix.ents, ix.entWaste = ents, 0
 }
 
 // Len returns the number of documents in the index.

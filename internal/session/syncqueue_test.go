@@ -24,12 +24,7 @@ func TestHeadersReadAFullBatchThroughTheShortSyncQueue(t *testing.T) {
 		keys = append(keys, k)
 		seedSession(t, st, k)
 	}
-	nc, err := nats.Connect(env.URL, nats.SyncQueueLen(session.SyncQueueLen))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(env.Connect(t, nats.SyncQueueLen(session.SyncQueueLen)))
 	if err != nil {
 		t.Fatal(err)
 	}

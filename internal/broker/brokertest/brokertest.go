@@ -52,10 +52,11 @@ func StartIn(t testing.TB, dir, listen string) *Env {
 	return env
 }
 
-// Connect opens another client connection that is closed at cleanup, before the server stops.
-func (e *Env) Connect(t testing.TB) *nats.Conn {
+// Connect opens another client connection, with opts besides unlimited reconnects, that is
+// closed at cleanup, before the server stops.
+func (e *Env) Connect(t testing.TB, opts ...nats.Option) *nats.Conn {
 	t.Helper()
-	nc, err := nats.Connect(e.URL, nats.MaxReconnects(-1))
+	nc, err := nats.Connect(e.URL, append([]nats.Option{nats.MaxReconnects(-1)}, opts...)...)
 	if err != nil {
 		t.Fatalf("connecting: %v", err)
 	}

@@ -5,6 +5,9 @@
 // the NATS client's buffers), the Go runtime's own view (live heap, free and released spans) and
 // the resident set the kernel counts (/proc/self/status on Linux).
 //
+// Pace (pace.go) sets the garbage collector's pace by a fixed headroom over the live heap, so
+// that what a process keeps costs it about its own size rather than twice it.
+//
 // A process makes one Registry; the owners of structures add a source to it; /metrics
 // (internal/metrics) and the inspector's overview (internal/inspector) read its Report.
 // docs/operations.md ("Memory") says how to read the figures.

@@ -3,6 +3,7 @@ package settings
 import (
 	"flag"
 	"runtime/debug"
+	"runtime/metrics"
 	"strings"
 	"testing"
 
@@ -45,6 +46,9 @@ func TestMemoryLimit(t *testing.T) {
 	if err := m.Apply(zerolog.Nop()); err != nil {
 		t.Fatal(err)
 	}
+	if m.unpace != nil {
+		t.Cleanup(m.unpace)
+	}
 	if got := debug.SetMemoryLimit(-1); got != 768<<20 {
 		t.Fatalf("runtime limit %d, want 768 MiB", got)
 	}
@@ -55,5 +59,54 @@ func TestMemoryLimit(t *testing.T) {
 	}
 	if err := m.Apply(zerolog.Nop()); err == nil || !strings.Contains(err.Error(), "--memory-limit 100MiB: at least 256MiB") {
 		t.Fatalf("a 100 MiB limit: %v", err)
+	}
+}
+
+func gcPercent() int {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return int(s[0].Value.Uint64())
+}
+
+// --gc-headroom paces the collector (a headroom of one byte: the floor at once); 0, or GOGC in
+// the environment, leaves Go's own pace.
+func TestGCHeadroom(t *testing.T) {
+	prior := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(prior) })
+	apply := func(args ...string) *Memory {
+		t.Helper()
+		fs := flag.NewFlagSet("x", flag.ContinueOnError)
+		m := BindMemory(fs)
+		if err := Parse(fs, args); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Apply(zerolog.Nop()); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	t.Setenv("GOGC", "")
+	if m := apply(); m.Headroom != DefaultHeadroom || m.unpace == nil {
+		t.Fatalf("default: headroom %s, paced %t", m.Headroom, m.unpace != nil)
+	} else {
+		m.unpace()
+	}
+	m := apply("--gc-headroom", "1")
+	if m.unpace == nil {
+		t.Fatal("--gc-headroom 1: not paced")
+	}
+	if got := gcPercent(); got != PaceFloor {
+		t.Fatalf("--gc-headroom 1: GOGC %d, want the floor %d", got, PaceFloor)
+	}
+	m.unpace()
+	if got := gcPercent(); got != 100 {
+		t.Fatalf("GOGC %d once the pacer stopped, want 100", got)
+	}
+	if m := apply("--gc-headroom", "0"); m.unpace != nil {
+		t.Fatal("--gc-headroom 0: paced")
+	}
+	t.Setenv("GOGC", "100")
+	if m := apply("--gc-headroom", "1"); m.unpace != nil || gcPercent() != 100 {
+		t.Fatalf("GOGC set: paced %t, GOGC %d", m.unpace != nil, gcPercent())
 	}
 }

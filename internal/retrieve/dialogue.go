@@ -35,7 +35,13 @@ const maxPrefixName = 32
 // a name ("Note: …", "Q: …", "注意：…") is not one. "" when content opens with no name.
 func prefixName(content string) string {
 	head := content[:min(len(content), maxPrefixName*utf8.UTFMax+len("："))] // a name is near the start
-	i := strings.IndexAny(head, ":：")
+	// The first colon, ASCII or full-width (two searches: strings.IndexAny with a set outside
+	// ASCII looks each rune of head up in the set: 3 % of memoryd's CPU while it loaded cold
+	// users).
+	i := strings.IndexByte(head, ':')
+	if j := strings.Index(head, "："); j >= 0 && (i < 0 || j < i) {
+		i = j
+	}
 	if i <= 0 {
 		return ""
 	}

@@ -46,8 +46,8 @@ func BindMemory(fs *flag.FlagSet) *Memory {
 }
 
 // DefaultHeadroom is --gc-headroom's default: with 20 users of 500 turns loaded after a
-// restart, 3.5-3.9 KB of resident memory per loaded turn against 5.1-5.6 with Go's own pace
-// (docs/benchmarks.md, "The collector's pace").
+// restart, 3.4-3.9 KB of resident memory per loaded turn against 5.0-5.6 with Go's own pace, and
+// their first queries about 3 ms slower (docs/benchmarks.md, "The collector's pace").
 const DefaultHeadroom = 16 << 20
 
 // PaceFloor is the least headroom the pacer leaves, in percent of the live heap: a heap of

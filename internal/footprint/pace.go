@@ -6,7 +6,6 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
-	"sync/atomic"
 )
 
 // Pace sets the garbage collector's pace after every collection so that the heap may grow by
@@ -32,7 +31,8 @@ func Pace(headroom int64, minPercent int) (stop func()) {
 	return func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		if !p.stopped.Swap(true) {
+		if !p.stopped {
+			p.stopped = true
 			debug.SetGCPercent(p.prior)
 		}
 	}
@@ -43,7 +43,7 @@ type pacer struct {
 	minPercent int
 	prior      int
 	mu         sync.Mutex // stop and adjust, so that none sets a percentage after stop
-	stopped    atomic.Bool
+	stopped    bool
 	set        int // the percentage last set
 }
 
@@ -54,28 +54,29 @@ type sentinel struct{ _ [32]byte }
 
 func (p *pacer) arm() {
 	runtime.AddCleanup(new(sentinel), func(p *pacer) {
-		if p.stopped.Load() {
-			return
+		if p.adjust() {
+			p.arm()
 		}
-		p.adjust()
-		p.arm()
 	}, p)
 }
 
-// adjust sets the percentage for the live heap the last collection marked.
-func (p *pacer) adjust() {
+// adjust sets the percentage for the live heap the last collection marked; false once the
+// pacer is stopped.
+func (p *pacer) adjust() bool {
 	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return
-	}
-	pct := percentFor(int64(s[0].Value.Uint64()), p.headroom, p.minPercent)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.stopped.Load() && pct != p.set {
-		debug.SetGCPercent(pct)
-		p.set = pct
+	if p.stopped {
+		return false
 	}
+	if s[0].Value.Kind() == metrics.KindUint64 {
+		if pct := percentFor(int64(s[0].Value.Uint64()), p.headroom, p.minPercent); pct != p.set {
+			debug.SetGCPercent(pct)
+			p.set = pct
+		}
+	}
+	return true
 }
 
 // percentFor is the GOGC percentage that lets a heap of live bytes grow by headroom, at least

@@ -56,15 +56,21 @@ func waitPercent(t *testing.T, headroom int64, minPct int, ok func(pct int) bool
 	return 0
 }
 
+// startPace starts a pacer from GOGC=100 and returns its stop; the test's end stops it, drops
+// what holdForTest held and restores the percentage there was.
+func startPace(t *testing.T, headroom int64, minPct int) (stop func()) {
+	t.Helper()
+	prior := debug.SetGCPercent(100)
+	stop = Pace(headroom, minPct)
+	t.Cleanup(func() { stop(); debug.SetGCPercent(prior); held = nil })
+	return stop
+}
+
 // The pacer lowers GOGC as the live heap passes the headroom, raises it back to the default
 // as the heap shrinks, and restores the percentage there was when stopped.
 func TestPaceFollowsTheLiveHeap(t *testing.T) {
-	prior := debug.SetGCPercent(100)
-	t.Cleanup(func() { debug.SetGCPercent(prior); held = nil })
 	const headroom, minPct = 8 << 20, 5
-
-	stop := Pace(headroom, minPct)
-	defer stop()
+	stop := startPace(t, headroom, minPct)
 	small := waitPercent(t, headroom, minPct, func(int) bool { return true })
 
 	holdForTest(64 * 16) // 64 MiB live: about an eighth of it may be headroom
@@ -90,11 +96,8 @@ func TestPaceFollowsTheLiveHeap(t *testing.T) {
 // A heap grown past the headroom stays within it plus the floor: the collector runs before
 // the heap passes live + headroom (the Go runtime's goal, which the percentage sets).
 func TestPaceBoundsTheHeapGoal(t *testing.T) {
-	prior := debug.SetGCPercent(100)
-	t.Cleanup(func() { debug.SetGCPercent(prior); held = nil })
 	const headroom, minPct = 8 << 20, 1
-	stop := Pace(headroom, minPct)
-	defer stop()
+	startPace(t, headroom, minPct)
 	holdForTest(48 * 16) // 48 MiB
 	waitPercent(t, headroom, minPct, func(pct int) bool { return pct < 30 })
 	s := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}, {Name: "/gc/heap/live:bytes"}}

@@ -21,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmem/agentmem/internal/broker/brokertest"
+	"github.com/agentmem/agentmem/internal/daemon"
 	"github.com/agentmem/agentmem/internal/embed/wordvec"
 	"github.com/agentmem/agentmem/internal/eval"
 	"github.com/agentmem/agentmem/pkg/events"
@@ -65,7 +66,7 @@ func BenchmarkColdUserBlackBox(b *testing.B) {
 	published := publishSet(b, nc, set)
 	waitDrained(b, nc)
 	start := time.Now()
-	warmed := waitWarmed(b, nc, args, len(set))
+	warmed := waitWarmed(b, nc, filepath.Join(dir, "data"), args, len(set))
 	nc.Close()
 	m.stop(b)
 	b.Logf("%d users, %d turns (%.0f bytes of text a turn), published and drained; %d users' views warmed in %s",
@@ -408,16 +409,18 @@ func waitDrainedFor(b *testing.B, nc *nats.Conn, timeout time.Duration) {
 	})
 }
 
-// waitWarmed waits until the view bucket holds a stored view of each of users users, as the
+// waitWarmed waits until memoryd holds a stored view of each of users users, as the
 // retriever's warmer writes them once the users' sessions are quiet (--warm-views): the pipeline
-// is done with what was published when its lazily written state is. It returns the views
-// counted; with --stored-views=false or --warm-views=0 among args, it does not wait.
-func waitWarmed(b *testing.B, nc *nats.Conn, args []string, users int) int {
-	return waitWarmedFor(b, nc, args, users, 5*time.Minute)
+// is done with what was published when its lazily written state is. The views are files of
+// data's views directory (memoryd with its own server, one replica) or values of the view
+// bucket; it returns the views counted; with --stored-views=false or --warm-views=0 among args,
+// it does not wait.
+func waitWarmed(b *testing.B, nc *nats.Conn, data string, args []string, users int) int {
+	return waitWarmedFor(b, nc, data, args, users, 5*time.Minute)
 }
 
 // waitWarmedFor is waitWarmed, waiting at most timeout.
-func waitWarmedFor(b *testing.B, nc *nats.Conn, args []string, users int, timeout time.Duration) int {
+func waitWarmedFor(b *testing.B, nc *nats.Conn, data string, args []string, users int, timeout time.Duration) int {
 	for _, a := range args {
 		if a == "--stored-views=false" || a == "--warm-views=0" || a == "--warm-views=0s" {
 			return 0
@@ -438,7 +441,8 @@ func waitWarmedFor(b *testing.B, nc *nats.Conn, args []string, users int, timeou
 		if err != nil {
 			return err
 		}
-		if n = int(st.Values()); n < users {
+		files, _ := filepath.Glob(filepath.Join(data, daemon.ViewDirName, "*.view"))
+		if n = int(st.Values()) + len(files); n < users {
 			return fmt.Errorf("%d of %d users' views stored", n, users)
 		}
 		return nil

@@ -71,6 +71,7 @@ func run(ctx context.Context, args []string) error {
 	viewIdle := retrieve.BindViewIdle(fs)
 	storedViews := retrieve.BindStoredViews(fs)
 	warmViews := retrieve.BindWarmViews(fs)
+	viewFiles := fs.Bool("view-files", true, "keep the stored views (--stored-views) as files under --data ("+daemon.ViewDirName+"/) when the streams have one replica, read without the server (false: in the view bucket AGENTMEM_VIEWS)")
 	logf := settings.BindLog(fs)
 	if err := settings.Parse(fs, args); err != nil {
 		return err
@@ -145,12 +146,13 @@ func run(ctx context.Context, args []string) error {
 		},
 		Retrieve: retrieve.Config{Tokenizer: budget.Tokenizer, Decay: d, Embedder: embedder, Limits: lim, PreviousEmbedder: prev,
 			ViewIdle: *viewIdle, NoStoredViews: !*storedViews, WarmAfter: retrieve.WarmAfter(*warmViews)},
-		Compress: compress.Config{Tokenizer: budget.Tokenizer},
-		Extract:  extract.Config{Tokenizer: budget.Tokenizer},
-		LLM:      *llmCfg,
-		Embedder: stage,
-		Metrics:  m,
-		Tracer:   tp,
+		Compress:      compress.Config{Tokenizer: budget.Tokenizer},
+		Extract:       extract.Config{Tokenizer: budget.Tokenizer},
+		LLM:           *llmCfg,
+		ViewsInBucket: !*viewFiles,
+		Embedder:      stage,
+		Metrics:       m,
+		Tracer:        tp,
 	}
 	if mem.Limit > 0 {
 		cfg.Retrieve.MaxUserBytes, cfg.Retrieve.MemoryLimit = retrieve.ViewBytes(int64(mem.Limit)), int64(mem.Limit)

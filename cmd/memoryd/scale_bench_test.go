@@ -6,6 +6,7 @@ import (
 	"iter"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -69,7 +70,7 @@ func BenchmarkScaleBlackBox(b *testing.B) {
 		b.Logf("%d turns of %d users posted in %s, drained after %s; VmRSS %.0f MB, peak %.0f MB",
 			users*turns, users, posted.Round(time.Second), drained.Round(time.Second), mb(vmRSS(b, m.pid())), mb(loadPeak))
 		start = time.Now()
-		if n := waitWarmedFor(b, nc, args, users, time.Hour); n > 0 {
+		if n := waitWarmedFor(b, nc, filepath.Join(dir, "data"), args, users, time.Hour); n > 0 {
 			b.Logf("%d users' views warmed in %s", n, time.Since(start).Round(time.Second))
 		}
 		nc.Close()

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,6 +75,10 @@ type Config struct {
 	// default durability (broker.DurabilitySync), one replica and no archive limits, and on any
 	// data directory that had it once (its derived streams stay asynchronous).
 	Recovery recovery.Config
+	// ViewsInBucket keeps the retriever's stored views in the view bucket. Without it, a daemon
+	// with one replica on file storage keeps them as files of its data directory (ViewDirName;
+	// retrieve.Config.ViewDir).
+	ViewsInBucket bool
 }
 
 // Daemon is a running all-in-one process.
@@ -156,6 +161,17 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Daemon, error)
 		}
 		if emb.Name() != cfg.Retrieve.Embedder.Name() {
 			return fail(fmt.Errorf("the embedding stage embeds with %s, the retriever with %s: they must be the same model", emb.Name(), cfg.Retrieve.Embedder.Name()))
+		}
+	}
+	if t := cfg.Topology; !cfg.ViewsInBucket && cfg.Retrieve.ViewDir == "" && !cfg.Retrieve.NoStoredViews && cfg.Broker.DataDir != "" &&
+		t.Replicas <= 1 && t.Storage == jetstream.FileStorage {
+		// The retriever's stored views as files of the data directory (package retrieve,
+		// viewfiles.go); they are not synced, so an unclean stop empties them.
+		cfg.Retrieve.ViewDir = filepath.Join(cfg.Broker.DataDir, ViewDirName)
+		if !b.StartedClean() {
+			if err := retrieve.EmptyViewDir(cfg.Retrieve.ViewDir); err != nil {
+				return fail(err)
+			}
 		}
 	}
 	all := cfg.Stages
@@ -282,6 +298,10 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Daemon, error)
 	log.Info().Str("url", b.ClientURL()).Str("data", cfg.Broker.DataDir).Msg("memoryd running")
 	return d, nil
 }
+
+// ViewDirName is the directory of the data directory where memoryd's retriever keeps the users'
+// stored views, when it runs with one replica on file storage (retrieve.Config.ViewDir).
+const ViewDirName = "views"
 
 // Conn is the daemon's own NATS connection.
 func (d *Daemon) Conn() *nats.Conn { return d.nc }

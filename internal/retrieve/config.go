@@ -70,6 +70,11 @@ type Config struct {
 	// (snapshot.go; by default a user's view is stored once loaded and read back by the next
 	// cold load of the user).
 	NoStoredViews bool
+	// ViewDir, when set, is a directory of this process's own where stored views are kept as
+	// files (viewfiles.go) instead of values of the view bucket: memoryd with its own server sets
+	// it under --data. A file read is the view's bytes; a value read makes the server load the
+	// 4 MB block the value is in. Every retriever sharing a bucket leaves it empty.
+	ViewDir string
 	// WarmAfter is how long the pipeline goes without a commit before the warmer stores the views
 	// of the users whose sessions changed (warm.go; default DefaultWarmAfter; negative: never, a
 	// view is stored by cold loads only). Without stored views there is nothing to warm.

@@ -58,3 +58,8 @@ func StoredSessions(tenant, user string, data []byte) (map[string]StoredSession,
 	}
 	return out, nil
 }
+
+// ViewFile is the file of tenant's user's stored view in a Config.ViewDir.
+func ViewFile(dir, tenant, user string) string {
+	return viewFiles{dir: dir}.path(userKey{tenant, user})
+}

@@ -132,8 +132,18 @@ func New(ctx context.Context, cfg Config, nc *nats.Conn, js jetstream.JetStream,
 	if !cfg.NoStoredViews {
 		// A topology made before the view bucket existed has none until a process ensures it:
 		// cold loads then read the stream only.
-		if kv, err := js.KeyValue(ctx, cfg.Topology.ViewBucket()); err == nil {
-			s.stored = newViewStore(kv, int(nc.MaxPayload())-4096, s.log, cfg.Metrics)
+		var back viewBackend
+		if cfg.ViewDir != "" {
+			files, err := openViewFiles(cfg.ViewDir)
+			if err != nil {
+				return nil, err
+			}
+			back = files
+		} else if kv, err := js.KeyValue(ctx, cfg.Topology.ViewBucket()); err == nil {
+			back = viewBucket{kv}
+		}
+		if back != nil {
+			s.stored = newViewStore(back, int(nc.MaxPayload())-4096, s.log, cfg.Metrics)
 			if cfg.WarmAfter >= 0 {
 				s.warm = newWarmer(cfg.WarmAfter)
 			}

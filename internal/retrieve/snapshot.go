@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/agentmem/agentmem/internal/integrity"
@@ -22,7 +21,8 @@ import (
 // A user's first request reads, per session of the user, the session's header, its chunks (which
 // turns ingest applied) and its turns from the turns stream, then splits every turn into terms:
 // most of a cold request's time. Once the view holds the archive, the retriever writes it to the
-// view bucket (events.Topology.ViewBucket, key "<tenant>.<user>") in the background: per session
+// view bucket (events.Topology.ViewBucket, key "<tenant>.<user>"), or to a file of its own
+// directory (Config.ViewDir, viewfiles.go), in the background: per session
 // the header's revision, last sequence and head chunk as the view read them, and the turns read
 // (id, role, text, time, sequence, own metadata) with their text's terms as numbers into one
 // table of the user's terms; encoded as viewcodec.go says (whose magic names the format: a
@@ -84,8 +84,8 @@ func viewKey(k userKey) string { return k.tenant + "." + k.user }
 
 // viewStore reads and writes stored views.
 type viewStore struct {
-	kv  jetstream.KeyValue
-	rep *integrity.Reporter
+	back viewBackend
+	rep  *integrity.Reporter
 	// writing bounds the writes in flight to one: a write that would wait is skipped (the
 	// next cold load of the user writes it).
 	writing chan struct{}
@@ -106,11 +106,22 @@ type viewStore struct {
 }
 
 // forgotSomeone makes the views whose load began before now unstored, as a forget announcement
-// does, for an announcement that was lost (whom it named is not known).
+// does, for an announcement that was lost (whom it named is not known); files of stored views
+// are all removed, after any write in flight (viewfiles.go).
 func (vs *viewStore) forgotSomeone() {
-	if vs != nil {
-		vs.forgets.Add(1)
+	if vs == nil {
+		return
 	}
+	vs.forgets.Add(1)
+	go func() {
+		vs.writing <- struct{}{}
+		defer func() { <-vs.writing }()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := vs.back.purgeAll(ctx); err != nil {
+			vs.log.Warn().Err(err).Msg("removing the stored views after a lost forget announcement")
+		}
+	}()
 }
 
 // isLarge reports whether k's view was too large to store.
@@ -136,8 +147,8 @@ func (vs *viewStore) markLarge(k userKey) {
 	}
 }
 
-func newViewStore(kv jetstream.KeyValue, maxBytes int, log zerolog.Logger, m *metrics.Metrics) *viewStore {
-	return &viewStore{kv: kv, writing: make(chan struct{}, 1), maxBytes: maxBytes, log: log, m: m, forgetting: map[userKey]int{}}
+func newViewStore(back viewBackend, maxBytes int, log zerolog.Logger, m *metrics.Metrics) *viewStore {
+	return &viewStore{back: back, writing: make(chan struct{}, 1), maxBytes: maxBytes, log: log, m: m, forgetting: map[userKey]int{}}
 }
 
 // count counts n sessions of a cold load, or n views, by outcome
@@ -172,7 +183,7 @@ func (vs *viewStore) forget(k userKey) {
 		defer func() { <-vs.writing }()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := vs.kv.Purge(ctx, viewKey(k)); err != nil {
+		if err := vs.back.purge(ctx, k); err != nil {
 			vs.log.Warn().Err(err).Str("tenant", k.tenant).Str("user", k.user).Msg("purging a forgotten user's stored view")
 		}
 		vs.mu.Lock()
@@ -188,18 +199,18 @@ func (vs *viewStore) read(ctx context.Context, k userKey) *storedView {
 	if vs == nil || vs.skips(k) {
 		return nil
 	}
-	e, err := vs.kv.Get(ctx, viewKey(k))
+	data, err := vs.back.get(ctx, k)
 	if err != nil {
-		return nil // none (jetstream.ErrKeyNotFound), or unreadable now: the stream serves
+		return nil // none, or unreadable now: the stream serves
 	}
-	v, err := decodeView(k, e.Value())
+	v, err := decodeView(k, data)
 	if errors.Is(err, errViewFormat) {
 		vs.count("old_format", 1)
 		return nil // written by another version: the load reads the stream and writes it anew
 	}
 	if err != nil {
 		if vs.rep != nil {
-			vs.rep.Report(integrity.Undecoded(vs.kv.Bucket(), viewKey(k), err))
+			vs.rep.Report(integrity.Undecoded(vs.back.name(), viewKey(k), err))
 		}
 		return nil
 	}
@@ -268,7 +279,7 @@ func (vs *viewStore) store(b *viewBuilder) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := vs.kv.Put(ctx, viewKey(k), data); err != nil {
+	if err := vs.back.put(ctx, k, data); err != nil {
 		if !errors.Is(err, context.Canceled) {
 			vs.log.Debug().Err(err).Str("tenant", k.tenant).Str("user", k.user).Msg("storing a view")
 		}

@@ -1,11 +1,15 @@
 package retrieve_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -31,27 +35,30 @@ import (
 // value is read again from its start when it changes; a value that does not decode is not used;
 // a user's forget removes it.
 func TestStoredViewServesTheNextColdLoad(t *testing.T) {
+	forEachViewStore(t, testStoredViewServesTheNextColdLoad)
+}
+
+func testStoredViewServesTheNextColdLoad(t *testing.T, inBucket bool) {
 	// The daemon's retriever does not warm (TestWarmerStoresTheViewsOfQuietUsers): here only
 	// cold loads store views, when the test says.
-	e := startWith(t, retrieve.Config{WarmAfter: -1})
+	e := startWith(t, retrieve.Config{WarmAfter: -1}, func(c *daemon.Config) { c.ViewsInBucket = inBucket })
 	ctx := context.Background()
-	js, topo := e.jetStream(t)
+	js, _ := e.jetStream(t)
 	e.seedUser(t, "ada", 3)
-	kv, err := js.KeyValue(ctx, topo.ViewBucket())
-	if err != nil {
-		t.Fatal(err)
-	}
+	views := e.views(t, js, inBucket)
 	cold := func(cfg retrieve.Config, query string) events.RetrieveReply {
 		t.Helper()
-		return e.coldRetrieve(t, js, cfg, "ada", query)
+		return e.coldRetrieve(t, js, views.config(cfg), "ada", query)
 	}
-	stored := func() jetstream.KeyValueEntry {
+	stored := func() []byte {
 		t.Helper()
-		var got jetstream.KeyValueEntry
+		var got []byte
 		brokertest.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-			var err error
-			got, err = kv.Get(ctx, "acme.ada")
-			return err
+			var ok bool
+			if got, ok = views.get(t, "ada"); !ok {
+				return errors.New("no stored view of ada")
+			}
+			return nil
 		})
 		return got
 	}
@@ -63,22 +70,20 @@ func TestStoredViewServesTheNextColdLoad(t *testing.T) {
 	}
 	// Seeding loaded the user in the daemon's retriever when the user had one session: that
 	// view is stored, and out of date for the other two, which a cold load reads from the stream.
-	before := stored().Revision()
+	before := stored()
 	if partly := cold(retrieve.Config{}, query); !reflect.DeepEqual(partly, fromStream) {
 		t.Fatalf("a cold load with a view stored before two sessions answered\n%+v\nwhere the stream answers\n%+v", partly, fromStream)
 	}
 	brokertest.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
-		if now := stored().Revision(); now == before {
+		if now := stored(); bytes.Equal(now, before) {
 			return errors.New("a cold load that read two sessions from the stream did not store the view again")
 		}
 		return nil
 	})
-	if err := kv.Purge(ctx, "acme.ada"); err != nil {
-		t.Fatal(err)
-	}
+	views.purge(t, "ada")
 	cold(retrieve.Config{NoStoredViews: true}, query)
-	if _, err := kv.Get(ctx, "acme.ada"); !errors.Is(err, jetstream.ErrKeyNotFound) {
-		t.Fatalf("a retriever with NoStoredViews stored a view (%v)", err)
+	if _, ok := views.get(t, "ada"); ok {
+		t.Fatal("a retriever with NoStoredViews stored a view")
 	}
 	first := cold(retrieve.Config{}, query)
 	if !reflect.DeepEqual(first, fromStream) {
@@ -92,13 +97,11 @@ func TestStoredViewServesTheNextColdLoad(t *testing.T) {
 	checkAllStored(t, m, 3, "after a cold load of three stored sessions")
 
 	// The value is what answers: a turn rewritten in it is found by its new words.
-	data, err := retrieve.RewriteStoredTurn("acme", "ada", entry.Value(), "ada-1-06", "Bob keeps a marmoset called Quixotic.")
+	data, err := retrieve.RewriteStoredTurn("acme", "ada", entry, "ada-1-06", "Bob keeps a marmoset called Quixotic.")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kv.Put(ctx, "acme.ada", data); err != nil {
-		t.Fatal(err)
-	}
+	views.put(t, "ada", data)
 	ids := func(r events.RetrieveReply) []string {
 		var out []string
 		for _, en := range r.Entries {
@@ -116,7 +119,7 @@ func TestStoredViewServesTheNextColdLoad(t *testing.T) {
 	// value too.
 	rctx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
-	running, err := retrieve.New(ctx, retrieve.Config{Now: func() time.Time { return day.Add(48 * time.Hour) }}, e.nc, js, zerolog.Nop())
+	running, err := retrieve.New(ctx, views.config(retrieve.Config{Now: func() time.Time { return day.Add(48 * time.Hour) }}), e.nc, js, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,9 +155,7 @@ func TestStoredViewServesTheNextColdLoad(t *testing.T) {
 	})
 
 	// A value that does not decode is not used.
-	if _, err := kv.Put(ctx, "acme.ada", []byte("not a view")); err != nil {
-		t.Fatal(err)
-	}
+	views.put(t, "ada", []byte("not a view"))
 	now := cold(retrieve.Config{NoStoredViews: true}, query)
 	if got := cold(retrieve.Config{}, query); !reflect.DeepEqual(got, now) {
 		t.Fatalf("with a corrupt stored view the answer was\n%+v\nwhere the stream answers\n%+v", got, now)
@@ -165,22 +166,26 @@ func TestStoredViewServesTheNextColdLoad(t *testing.T) {
 	if _, err := e.cl.Forget(ctx, "ada"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kv.Get(ctx, "acme.ada"); !errors.Is(err, jetstream.ErrKeyNotFound) {
-		t.Fatalf("after the user's forget the stored view reads %v, want none", err)
-	}
+	brokertest.CheckFor(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if _, ok := views.get(t, "ada"); ok {
+			return errors.New("after the user's forget the stored view is still there")
+		}
+		return nil
+	})
 }
 
 // The warmer stores the view of a user whose sessions went quiet, with no request for it: the
 // user's next cold load takes every session from the value and answers as the turns stream does;
 // a session that changes is stored again once quiet; a forgotten user is not stored again.
 func TestWarmerStoresTheViewsOfQuietUsers(t *testing.T) {
-	e := startWith(t, retrieve.Config{WarmAfter: 50 * time.Millisecond})
+	forEachViewStore(t, testWarmerStoresTheViewsOfQuietUsers)
+}
+
+func testWarmerStoresTheViewsOfQuietUsers(t *testing.T, inBucket bool) {
+	e := startWith(t, retrieve.Config{WarmAfter: 50 * time.Millisecond}, func(c *daemon.Config) { c.ViewsInBucket = inBucket })
 	ctx := context.Background()
 	js, topo := e.jetStream(t)
-	kv, err := js.KeyValue(ctx, topo.ViewBucket())
-	if err != nil {
-		t.Fatal(err)
-	}
+	views := e.views(t, js, inBucket)
 	// Seeding loads the user in the daemon's retriever once (it waits for each session's last
 	// turn): that cold load stores a view of the first session only, and the retriever's
 	// cached view never stores another. The warmer stores the other two.
@@ -195,11 +200,11 @@ func TestWarmerStoresTheViewsOfQuietUsers(t *testing.T) {
 		t.Helper()
 		out := map[string][]string{}
 		brokertest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
-			en, err := kv.Get(ctx, "acme."+user)
-			if err != nil {
-				return err
+			data, ok := views.get(t, user)
+			if !ok {
+				return fmt.Errorf("no stored view of %s", user)
 			}
-			got, err := retrieve.StoredSessions("acme", user, en.Value())
+			got, err := retrieve.StoredSessions("acme", user, data)
 			if err != nil {
 				return err
 			}
@@ -226,7 +231,7 @@ func TestWarmerStoresTheViewsOfQuietUsers(t *testing.T) {
 		const query = "favourite programming language"
 		m := metrics.New()
 		want := e.coldRetrieve(t, js, retrieve.Config{NoStoredViews: true}, "cy", query)
-		if got := e.coldRetrieve(t, js, retrieve.Config{Metrics: m, WarmAfter: -1}, "cy", query); !reflect.DeepEqual(got, want) {
+		if got := e.coldRetrieve(t, js, views.config(retrieve.Config{Metrics: m, WarmAfter: -1}), "cy", query); !reflect.DeepEqual(got, want) {
 			t.Fatalf("a cold load from the warmed view answered\n%+v\nwhere the stream answers\n%+v", got, want)
 		}
 		checkAllStored(t, m, 3, "for a cold load after warming")
@@ -247,8 +252,8 @@ func TestWarmerStoresTheViewsOfQuietUsers(t *testing.T) {
 	}
 	e.seed(t, "dee-0", "dee", conversation())
 	stored("dee", "dee-0")
-	if _, err := kv.Get(ctx, "acme.cy"); !errors.Is(err, jetstream.ErrKeyNotFound) {
-		t.Fatalf("after the user's forget, the stored view reads %v, want none", err)
+	if _, ok := views.get(t, "cy"); ok {
+		t.Fatal("after the user's forget, the stored view is still there")
 	}
 }
 
@@ -260,8 +265,7 @@ func TestWarmerSkipsAUserTooLargeToStore(t *testing.T) {
 	e := startWith(t, retrieve.Config{WarmAfter: 50 * time.Millisecond}, func(c *daemon.Config) {
 		c.Broker.MaxPayload, c.Metrics = 8<<10, m
 	})
-	ctx := context.Background()
-	js, topo := e.jetStream(t)
+	js, _ := e.jetStream(t)
 	srv := httptest.NewServer(m.Handler())
 	t.Cleanup(srv.Close)
 	const counter = "agentmem_retrieve_stored_view_sessions_total"
@@ -293,12 +297,88 @@ func TestWarmerSkipsAUserTooLargeToStore(t *testing.T) {
 	if n, large := count("warmed"), count("too_large"); n != warmed+1 || large != 1 {
 		t.Fatalf("%v users warmed and %v too large, want %v (the small one added) and 1", n, large, warmed+1)
 	}
-	kv, err := js.KeyValue(ctx, topo.ViewBucket())
+	for _, inBucket := range []bool{false, true} {
+		if _, ok := e.views(t, js, inBucket).get(t, "big"); ok {
+			t.Fatalf("the large user's view is stored (in the bucket: %v)", inBucket)
+		}
+	}
+}
+
+// forEachViewStore runs f with the daemon's stored views as files of its data directory (the
+// default) and in the view bucket (daemon.Config.ViewsInBucket).
+func forEachViewStore(t *testing.T, f func(t *testing.T, inBucket bool)) {
+	t.Run("files", func(t *testing.T) { f(t, false) })
+	t.Run("bucket", func(t *testing.T) { f(t, true) })
+}
+
+// viewStore reads and writes the stored views of a test's daemon, tenant acme: the view bucket,
+// or files of dir.
+type viewStore struct {
+	kv  jetstream.KeyValue
+	dir string
+}
+
+// views returns the daemon's stored views: in the bucket, or files of its data directory.
+func (e *env) views(t *testing.T, js jetstream.JetStream, inBucket bool) viewStore {
+	t.Helper()
+	if !inBucket {
+		return viewStore{dir: filepath.Join(e.cfg.Broker.DataDir, daemon.ViewDirName)}
+	}
+	kv, err := js.KeyValue(context.Background(), events.DefaultTopology().ViewBucket())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kv.Get(ctx, "acme.big"); !errors.Is(err, jetstream.ErrKeyNotFound) {
-		t.Fatalf("the large user's view reads %v, want none", err)
+	return viewStore{kv: kv}
+}
+
+// config is cfg reading and writing the same stored views.
+func (v viewStore) config(cfg retrieve.Config) retrieve.Config {
+	cfg.ViewDir = v.dir
+	return cfg
+}
+
+func (v viewStore) get(t *testing.T, user string) ([]byte, bool) {
+	t.Helper()
+	if v.kv == nil {
+		data, err := os.ReadFile(retrieve.ViewFile(v.dir, "acme", user))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Fatal(err)
+		}
+		return data, err == nil
+	}
+	e, err := v.kv.Get(context.Background(), "acme."+user)
+	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatal(err)
+	}
+	if err != nil {
+		return nil, false
+	}
+	return e.Value(), true
+}
+
+func (v viewStore) put(t *testing.T, user string, data []byte) {
+	t.Helper()
+	var err error
+	if v.kv == nil {
+		err = os.WriteFile(retrieve.ViewFile(v.dir, "acme", user), data, 0o600)
+	} else {
+		_, err = v.kv.Put(context.Background(), "acme."+user, data)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (v viewStore) purge(t *testing.T, user string) {
+	t.Helper()
+	var err error
+	if v.kv == nil {
+		err = os.Remove(retrieve.ViewFile(v.dir, "acme", user))
+	} else {
+		err = v.kv.Purge(context.Background(), "acme."+user)
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -1,0 +1,72 @@
+package daemon_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/agentmem/agentmem/internal/broker/brokertest"
+	"github.com/agentmem/agentmem/internal/daemon"
+	"github.com/agentmem/agentmem/internal/datadir"
+	"github.com/agentmem/agentmem/pkg/events"
+)
+
+// The retriever of a daemon with one replica keeps the users' stored views as files of the data
+// directory: a user's cold load writes one, a clean restart keeps it, an unclean one (whose
+// files may be torn, or stale against headers the rebuild writes again) empties the directory
+// before the retriever starts. With ViewsInBucket the directory is not used.
+func TestViewFilesLiveInTheDataDirectory(t *testing.T) {
+	dir := t.TempDir()
+	cfg := lazyConfig(t, dir, "")
+	views := filepath.Join(dir, daemon.ViewDirName)
+	files := func() int {
+		t.Helper()
+		m, err := filepath.Glob(filepath.Join(views, "*.view"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(m)
+	}
+	ctx := context.Background()
+	r := startRun(t, cfg)
+	r.talk(t, "a", "ua", 0, 12)
+	if _, err := r.cl.Retrieve(ctx, events.RetrieveRequest{Query: "where do I live?", User: "ua"}); err != nil {
+		t.Fatal(err)
+	}
+	brokertest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		if files() != 1 {
+			return errors.New("no stored view of ua in the views directory")
+		}
+		return nil
+	})
+	r.stop()
+
+	r = startRun(t, cfg)
+	if n := files(); n != 1 {
+		t.Fatalf("after a clean restart %d stored views, want ua's", n)
+	}
+	r.stop()
+	if taken, err := datadir.TakeClean(dir); err != nil || !taken {
+		t.Fatalf("the clean stop left no mark to take away (%v)", err)
+	}
+	r = startRun(t, cfg)
+	if n := files(); n != 0 {
+		t.Fatalf("after an unclean stop %d stored views are still there", n)
+	}
+	r.stop()
+
+	other := t.TempDir()
+	cfg = lazyConfig(t, other, "")
+	cfg.ViewsInBucket = true
+	r = startRun(t, cfg)
+	r.talk(t, "a", "ua", 0, 12)
+	if _, err := r.cl.Retrieve(ctx, events.RetrieveRequest{Query: "where do I live?", User: "ua"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(other, daemon.ViewDirName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("with ViewsInBucket the views directory exists (%v)", err)
+	}
+}

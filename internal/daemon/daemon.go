@@ -24,6 +24,7 @@ import (
 	"github.com/agentmem/agentmem/internal/embed"
 	"github.com/agentmem/agentmem/internal/embedder"
 	"github.com/agentmem/agentmem/internal/extract"
+	"github.com/agentmem/agentmem/internal/forget"
 	"github.com/agentmem/agentmem/internal/ingest"
 	"github.com/agentmem/agentmem/internal/llm"
 	"github.com/agentmem/agentmem/internal/metrics"
@@ -168,6 +169,7 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Daemon, error)
 		// The retriever's stored views as files of the data directory (package retrieve,
 		// viewfiles.go); they are not synced, so an unclean stop empties them.
 		cfg.Retrieve.ViewDir = filepath.Join(cfg.Broker.DataDir, ViewDirName)
+		cfg.Extract.ForgetParts = append(cfg.Extract.ForgetParts, viewFilePart{cfg.Retrieve.ViewDir})
 		if !b.StartedClean() {
 			if err := retrieve.EmptyViewDir(cfg.Retrieve.ViewDir); err != nil {
 				return fail(err)
@@ -297,6 +299,14 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Daemon, error)
 	}()
 	log.Info().Str("url", b.ClientURL()).Str("data", cfg.Broker.DataDir).Msg("memoryd running")
 	return d, nil
+}
+
+// viewFilePart is a forget's part (package forget): the forgotten user's stored view file, which
+// the retriever also removes when the forget's announcement reaches it.
+type viewFilePart struct{ dir string }
+
+func (p viewFilePart) Forget(_ context.Context, u forget.User, _ map[string]int) error {
+	return retrieve.RemoveViewFile(p.dir, u.Tenant, u.User)
 }
 
 // ViewDirName is the directory of the data directory where memoryd's retriever keeps the users'

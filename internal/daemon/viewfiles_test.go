@@ -15,9 +15,10 @@ import (
 )
 
 // The retriever of a daemon with one replica keeps the users' stored views as files of the data
-// directory: a user's cold load writes one, a clean restart keeps it, an unclean one (whose
-// files may be torn, or stale against headers the rebuild writes again) empties the directory
-// before the retriever starts. With ViewsInBucket the directory is not used.
+// directory: a user's cold load writes one, a clean restart keeps it, a forget removes it (before
+// it returns), an unclean start (whose files may be torn, or stale against headers the rebuild
+// writes again) empties the directory before the retriever starts. With ViewsInBucket the
+// directory is not used.
 func TestViewFilesLiveInTheDataDirectory(t *testing.T) {
 	dir := t.TempDir()
 	cfg := lazyConfig(t, dir, "")
@@ -48,6 +49,24 @@ func TestViewFilesLiveInTheDataDirectory(t *testing.T) {
 	if n := files(); n != 1 {
 		t.Fatalf("after a clean restart %d stored views, want ua's", n)
 	}
+	// A forget erases the file itself, as it purges the bucket (the retriever removes it again
+	// when the announcement reaches it).
+	if _, err := r.cl.Forget(ctx, "ua"); err != nil {
+		t.Fatal(err)
+	}
+	if n := files(); n != 0 {
+		t.Fatalf("when the forget returned, %d stored views were left", n)
+	}
+	r.talk(t, "b", "ua", 0, 12)
+	if _, err := r.cl.Retrieve(ctx, events.RetrieveRequest{Query: "where do I live?", User: "ua"}); err != nil {
+		t.Fatal(err)
+	}
+	brokertest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		if files() != 1 {
+			return errors.New("no stored view of ua after the forget and a new session")
+		}
+		return nil
+	})
 	r.stop()
 	if taken, err := datadir.TakeClean(dir); err != nil || !taken {
 		t.Fatalf("the clean stop left no mark to take away (%v)", err)

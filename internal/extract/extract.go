@@ -86,6 +86,9 @@ type Config struct {
 	// ForgetWaits are the consumers that may still write a user's data after a forget began
 	// (stage.ForgetWaits): a forget waits until each has acknowledged what its stream held then.
 	ForgetWaits []stage.Consumer
+	// ForgetParts are forgotten after the stores' parts: what else of a user the process keeps
+	// (the daemon's: its retriever's stored view files).
+	ForgetParts []forget.Part
 	// Sync, when not nil, makes every write acknowledged so far durable (stage.Shared.Sync): a
 	// user's forget calls it before it answers.
 	Sync func(ctx context.Context) error
@@ -178,7 +181,7 @@ func New(ctx context.Context, cfg Config, js jetstream.JetStream, chat Chat, mod
 		waits = append(waits, forget.Consumer{Stream: c.Stream, Name: c.Name()})
 	}
 	fs, err := forget.New(forget.Config{Topology: topo, Source: cfg.Source, Tokenizer: cfg.Tokenizer, Waits: waits, Metrics: cfg.Metrics,
-		NoEvents: cfg.NoConsumers && !cfg.Events, Sync: cfg.Sync},
+		NoEvents: cfg.NoConsumers && !cfg.Events, Sync: cfg.Sync, Parts: cfg.ForgetParts},
 		js, forget.Stores{Long: store, Sessions: sessions, Usage: us, Vectors: vs}, log.With().Str("component", "forget").Logger())
 	if err != nil {
 		return nil, err

@@ -102,6 +102,12 @@ func EmptyViewDir(dir string) error {
 	return err
 }
 
+// RemoveViewFile removes the stored view of tenant's user from a Config.ViewDir, if there is one:
+// a forget's part (the daemon's), so the forget itself erases the file, as it purges the bucket.
+func RemoveViewFile(dir, tenant, user string) error {
+	return viewFiles{dir: dir}.purge(context.Background(), userKey{tenant, user})
+}
+
 func (f viewFiles) path(k userKey) string {
 	sum := sha256.Sum256([]byte(k.tenant + "\x00" + k.user))
 	return filepath.Join(f.dir, hex.EncodeToString(sum[:])+viewFileExt)

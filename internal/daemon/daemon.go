@@ -175,6 +175,12 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Daemon, error)
 				return fail(err)
 			}
 		}
+	} else if cfg.Broker.DataDir != "" {
+		// Files an earlier run kept would outlive the forgets of this one, which purge the
+		// bucket only: they go.
+		if err := retrieve.EmptyViewDir(filepath.Join(cfg.Broker.DataDir, ViewDirName)); err != nil {
+			return fail(err)
+		}
 	}
 	all := cfg.Stages
 	if all == nil {

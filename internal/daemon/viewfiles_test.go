@@ -18,7 +18,7 @@ import (
 // directory: a user's cold load writes one, a clean restart keeps it, a forget removes it (before
 // it returns), an unclean start (whose files may be torn, or stale against headers the rebuild
 // writes again) empties the directory before the retriever starts. With ViewsInBucket the
-// directory is not used.
+// directory is not used, and files an earlier run left are removed.
 func TestViewFilesLiveInTheDataDirectory(t *testing.T) {
 	dir := t.TempDir()
 	cfg := lazyConfig(t, dir, "")
@@ -51,9 +51,10 @@ func TestViewFilesLiveInTheDataDirectory(t *testing.T) {
 	}
 	// A forget erases the file itself, as it purges the bucket (the retriever removes it again
 	// when the announcement reaches it).
-	if _, err := r.cl.Forget(ctx, "ua"); err != nil {
-		t.Fatal(err)
-	}
+	brokertest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		_, err := r.cl.Forget(ctx, "ua") // no responders until the extractor has started
+		return err
+	})
 	if n := files(); n != 0 {
 		t.Fatalf("when the forget returned, %d stored views were left", n)
 	}
@@ -74,6 +75,26 @@ func TestViewFilesLiveInTheDataDirectory(t *testing.T) {
 	r = startRun(t, cfg)
 	if n := files(); n != 0 {
 		t.Fatalf("after an unclean stop %d stored views are still there", n)
+	}
+	r.stop()
+
+	// A run with the views in the bucket removes the files an earlier run left: its forgets
+	// would not reach them.
+	r = startRun(t, cfg)
+	if _, err := r.cl.Retrieve(ctx, events.RetrieveRequest{Query: "where do I live?", User: "ua"}); err != nil {
+		t.Fatal(err)
+	}
+	brokertest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		if files() != 1 {
+			return errors.New("no stored view of ua")
+		}
+		return nil
+	})
+	r.stop()
+	cfg.ViewsInBucket = true
+	r = startRun(t, cfg)
+	if n := files(); n != 0 {
+		t.Fatalf("with the views in the bucket, %d files of an earlier run are left", n)
 	}
 	r.stop()
 

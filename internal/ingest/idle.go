@@ -99,12 +99,25 @@ func (t *idleTracker) touch(h session.Header) {
 	t.open[k] = next
 }
 
+// idleStartDelay is how long after a start the idle check first lists the sessions, at most.
+const idleStartDelay = 2 * time.Second
+
 func (t *idleTracker) run(ctx context.Context) error {
 	period := t.w.cfg.IdleTimeout
 	if r := t.w.cfg.RepressureAfter; r > 0 && (period <= 0 || r < period) {
 		period = r
 	}
 	every := min(max(period/10, 100*time.Millisecond), time.Minute)
+	// The first pass waits a moment (idleStartDelay, at most a tick): it lists and decodes every
+	// session's header, CPU that would compete with the first requests of a process that has
+	// just started, and a session it finds idle can end a moment later.
+	first := time.NewTimer(min(every, idleStartDelay))
+	select {
+	case <-ctx.Done():
+		first.Stop()
+		return nil
+	case <-first.C:
+	}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {

@@ -164,22 +164,22 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Daemon, error)
 			return fail(fmt.Errorf("the embedding stage embeds with %s, the retriever with %s: they must be the same model", emb.Name(), cfg.Retrieve.Embedder.Name()))
 		}
 	}
-	if t := cfg.Topology; !cfg.ViewsInBucket && cfg.Retrieve.ViewDir == "" && !cfg.Retrieve.NoStoredViews && cfg.Broker.DataDir != "" &&
-		t.Replicas <= 1 && t.Storage == jetstream.FileStorage {
+	if cfg.Broker.DataDir != "" {
 		// The retriever's stored views as files of the data directory (package retrieve,
-		// viewfiles.go); they are not synced, so an unclean stop empties them.
-		cfg.Retrieve.ViewDir = filepath.Join(cfg.Broker.DataDir, ViewDirName)
-		cfg.Extract.ForgetParts = append(cfg.Extract.ForgetParts, viewFilePart{cfg.Retrieve.ViewDir})
-		if !b.StartedClean() {
-			if err := retrieve.EmptyViewDir(cfg.Retrieve.ViewDir); err != nil {
+		// viewfiles.go), with one replica on file storage. They are not synced, so an unclean
+		// stop empties them; and a run that keeps the views in the bucket removes the files an
+		// earlier run left, which its forgets (purging the bucket only) would not reach.
+		dir, t := filepath.Join(cfg.Broker.DataDir, ViewDirName), cfg.Topology
+		files := !cfg.ViewsInBucket && cfg.Retrieve.ViewDir == "" && !cfg.Retrieve.NoStoredViews &&
+			t.Replicas <= 1 && t.Storage == jetstream.FileStorage
+		if files {
+			cfg.Retrieve.ViewDir = dir
+			cfg.Extract.ForgetParts = append(cfg.Extract.ForgetParts, viewFilePart{dir})
+		}
+		if !files || !b.StartedClean() {
+			if err := retrieve.EmptyViewDir(dir); err != nil {
 				return fail(err)
 			}
-		}
-	} else if cfg.Broker.DataDir != "" {
-		// Files an earlier run kept would outlive the forgets of this one, which purge the
-		// bucket only: they go.
-		if err := retrieve.EmptyViewDir(filepath.Join(cfg.Broker.DataDir, ViewDirName)); err != nil {
-			return fail(err)
 		}
 	}
 	all := cfg.Stages

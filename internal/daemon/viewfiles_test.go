@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -32,17 +33,22 @@ func TestViewFilesLiveInTheDataDirectory(t *testing.T) {
 		return len(m)
 	}
 	ctx := context.Background()
+	// stored asks about ua (a cold load) and waits until ua's view is a file of the directory.
+	stored := func(r *recoveryRun, after string) {
+		t.Helper()
+		if _, err := r.cl.Retrieve(ctx, events.RetrieveRequest{Query: "where do I live?", User: "ua"}); err != nil {
+			t.Fatal(err)
+		}
+		brokertest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+			if files() != 1 {
+				return fmt.Errorf("no stored view of ua in the views directory %s", after)
+			}
+			return nil
+		})
+	}
 	r := startRun(t, cfg)
 	r.talk(t, "a", "ua", 0, 12)
-	if _, err := r.cl.Retrieve(ctx, events.RetrieveRequest{Query: "where do I live?", User: "ua"}); err != nil {
-		t.Fatal(err)
-	}
-	brokertest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
-		if files() != 1 {
-			return errors.New("no stored view of ua in the views directory")
-		}
-		return nil
-	})
+	stored(r, "after a cold load")
 	r.stop()
 
 	r = startRun(t, cfg)
@@ -59,15 +65,7 @@ func TestViewFilesLiveInTheDataDirectory(t *testing.T) {
 		t.Fatalf("when the forget returned, %d stored views were left", n)
 	}
 	r.talk(t, "b", "ua", 0, 12)
-	if _, err := r.cl.Retrieve(ctx, events.RetrieveRequest{Query: "where do I live?", User: "ua"}); err != nil {
-		t.Fatal(err)
-	}
-	brokertest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
-		if files() != 1 {
-			return errors.New("no stored view of ua after the forget and a new session")
-		}
-		return nil
-	})
+	stored(r, "after the forget and a new session")
 	r.stop()
 	if taken, err := datadir.TakeClean(dir); err != nil || !taken {
 		t.Fatalf("the clean stop left no mark to take away (%v)", err)
@@ -81,15 +79,7 @@ func TestViewFilesLiveInTheDataDirectory(t *testing.T) {
 	// A run with the views in the bucket removes the files an earlier run left: its forgets
 	// would not reach them.
 	r = startRun(t, cfg)
-	if _, err := r.cl.Retrieve(ctx, events.RetrieveRequest{Query: "where do I live?", User: "ua"}); err != nil {
-		t.Fatal(err)
-	}
-	brokertest.CheckFor(t, 20*time.Second, 20*time.Millisecond, func() error {
-		if files() != 1 {
-			return errors.New("no stored view of ua")
-		}
-		return nil
-	})
+	stored(r, "after the unclean restart")
 	r.stop()
 	cfg.ViewsInBucket = true
 	r = startRun(t, cfg)

@@ -113,14 +113,22 @@ func (vs *viewStore) forgotSomeone() {
 		return
 	}
 	vs.forgets.Add(1)
+	vs.afterWrites(func(ctx context.Context) {
+		if err := vs.back.purgeAll(ctx); err != nil {
+			vs.log.Warn().Err(err).Msg("removing the stored views after a lost forget announcement")
+		}
+	})
+}
+
+// afterWrites runs f on a goroutine of its own once no write is in flight, holding the writing
+// slot (so no write starts meanwhile), with 10 s to do it.
+func (vs *viewStore) afterWrites(f func(ctx context.Context)) {
 	go func() {
 		vs.writing <- struct{}{}
 		defer func() { <-vs.writing }()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := vs.back.purgeAll(ctx); err != nil {
-			vs.log.Warn().Err(err).Msg("removing the stored views after a lost forget announcement")
-		}
+		f(ctx)
 	}()
 }
 
@@ -178,11 +186,7 @@ func (vs *viewStore) forget(k userKey) {
 	delete(vs.large, k)
 	vs.mu.Unlock()
 	vs.forgets.Add(1)
-	go func() {
-		vs.writing <- struct{}{}
-		defer func() { <-vs.writing }()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
+	vs.afterWrites(func(ctx context.Context) {
 		if err := vs.back.purge(ctx, k); err != nil {
 			vs.log.Warn().Err(err).Str("tenant", k.tenant).Str("user", k.user).Msg("purging a forgotten user's stored view")
 		}
@@ -191,7 +195,7 @@ func (vs *viewStore) forget(k userKey) {
 			delete(vs.forgetting, k)
 		}
 		vs.mu.Unlock()
-	}()
+	})
 }
 
 // read returns the stored view of k, or nil when there is none or it cannot be used.

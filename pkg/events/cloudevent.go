@@ -243,7 +243,7 @@ func encodeStructured(ev event.Event) ([]byte, error) {
 		mt, _ := mediaTypeOf(ev.DataContentType())
 		jsonish := mt == "" || isJSONMediaType(mt)
 		switch {
-		case !ev.DataBase64 && jsonish && json.Valid(data):
+		case !ev.DataBase64 && jsonish && utf8.Valid(data) && json.Valid(data):
 			field("data", data)
 		case !ev.DataBase64 && mt != "" && jsonish:
 			return nil, &FieldError{Field: "data", Message: "not JSON but datacontenttype is " + quoteValue(mt)}

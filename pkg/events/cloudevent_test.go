@@ -820,3 +820,26 @@ func TestFastBinaryTakesAgentmemsOwnEvents(t *testing.T) {
 		})
 	}
 }
+
+// Data without a content type that looks like JSON but holds bytes that are not UTF-8 (which
+// encoding/json.Valid lets through inside a string) goes into a structured envelope as
+// data_base64, not as "data", which decoding rejects: it decodes back to the same bytes. Found by
+// FuzzDecode (binary mode accepts such data when no content type says it is JSON).
+func TestStructuredKeepsDataThatIsNotUTF8(t *testing.T) {
+	ev := event.New(ceSpecVersion)
+	ev.SetID("e1")
+	ev.SetSource("test")
+	ev.SetType(TypeSessionEnded)
+	ev.DataEncoded = []byte("{\"user\":\"\x971\"}")
+	msg, err := StructuredMsg("memory.turns.a.b", ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Decode(msg)
+	if err != nil {
+		t.Fatalf("structured re-decode: %v\n%s", err, msg.Data)
+	}
+	if !bytes.Equal(back.Data(), ev.Data()) {
+		t.Fatalf("data %q, want %q", back.Data(), ev.Data())
+	}
+}

@@ -73,7 +73,7 @@ lint: ## go vet and staticcheck (package comments included), of the main module 
 	$(GO) tool staticcheck ./...
 	sc=$$($(GO) tool -n staticcheck) && for m in $(CONTRIB); do (cd $$m && $(GO) vet $(CONTRIB_FLAGS) ./... && GOFLAGS="$$GOFLAGS $(CONTRIB_FLAGS)" $$sc ./...) || exit 1; done
 
-bench: ## Go benchmarks: token counting, search, ingest end to end next to raw JetStream, and memoryd black-box: cold users, at rest, and a million turns of 10,000 users (AGENTMEM_BENCH_USERS and _TURNS make it smaller; docs/benchmarks.md)
+bench: ## Go benchmarks: token counting, search, ingest end to end next to raw JetStream, and memoryd black-box: durable ingestion against raw JetStream, cold users, at rest, and a million turns of 10,000 users (AGENTMEM_BENCH_USERS and _TURNS make it smaller; docs/benchmarks.md)
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -timeout $(BENCHTIMEOUT) ./...
 
 # The dev sets are not in the repository: docs/eval.md says where to get them (LongMemEval_S and

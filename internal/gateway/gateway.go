@@ -183,7 +183,8 @@ type Gateway struct {
 	long     *longterm.Store
 	turns    jetstream.Stream
 
-	owners ownerCache // the owners of sessions read by the owner check (admit.go)
+	owners ownerCache   // the owners of sessions read by the owner check (admit.go)
+	group  *groupCommit // writes batch requests that arrive together as one (group.go)
 
 	mcp mcpServers
 }
@@ -208,6 +209,7 @@ func New(cfg Config, nc *nats.Conn, js jetstream.JetStream, topo events.Topology
 		tokens: make(map[[sha256.Size]byte]string, len(cfg.Tokens)),
 		mux:    http.NewServeMux(),
 		dlq:    deadletter.NewReader(js, topo),
+		group:  &groupCommit{js: js, timeout: cfg.Timeout},
 	}
 	g.mcp.max, g.mcp.perTenant = cfg.MCPSessions, cfg.MCPSessionsPerTenant
 	// Tokens are looked up by their hash, so the lookup takes no time that depends on how much of

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -235,6 +236,49 @@ func TestBatch(t *testing.T) {
 		r.decode(t, &res)
 		if r.status != http.StatusAccepted || len(res.Results) != 2 || res.Results[0].Duplicate || !res.Results[1].Duplicate {
 			t.Fatalf("status %d, %+v", r.status, res)
+		}
+	})
+
+	// Batches posted together are written together (group.go); each still gets its own events'
+	// results, stored once, in order and contiguous.
+	t.Run("concurrent batches", func(t *testing.T) {
+		before := e.turnsStored(t)
+		const clients, size = 8, 50
+		errs := make(chan error, clients)
+		for c := range clients {
+			go func() {
+				batch := make([]any, size)
+				for i := range batch {
+					batch[i] = structured(fmt.Sprintf("cc%d-%d", c, i), fmt.Sprintf("cs%d", c), events.TypeTurn,
+						events.Turn{Role: "user", Content: fmt.Sprintf("turn %d of client %d", i, c), User: fmt.Sprintf("cu%d", c)})
+				}
+				resp, err := http.Post(e.srv.URL+path, gateway.ContentTypeBatch, strings.NewReader(jsonBody(t, batch)))
+				if err != nil {
+					errs <- err
+					return
+				}
+				defer resp.Body.Close()
+				var res gateway.BatchResult
+				if err := json.NewDecoder(resp.Body).Decode(&res); err != nil || resp.StatusCode != http.StatusAccepted || len(res.Results) != size {
+					errs <- fmt.Errorf("client %d: status %d, %d results (%v)", c, resp.StatusCode, len(res.Results), err)
+					return
+				}
+				for i, r := range res.Results {
+					if r.ID != fmt.Sprintf("cc%d-%d", c, i) || r.Duplicate || (i > 0 && r.Seq != res.Results[i-1].Seq+1) {
+						errs <- fmt.Errorf("client %d, result %d: %+v", c, i, r)
+						return
+					}
+				}
+				errs <- nil
+			}()
+		}
+		for range clients {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if after := e.turnsStored(t); after != before+clients*size {
+			t.Fatalf("%d messages stored, want %d", after-before, clients*size)
 		}
 	})
 

@@ -188,6 +188,18 @@ func PublishAtomic(ctx context.Context, js jetstream.JetStream, msgs []*nats.Msg
 	return out
 }
 
+// PublishAtomicOnce stores msgs (at most MaxAtomicBatch) as one JetStream atomic batch and
+// returns one result per message, or the error that refused or lost the batch, after which any
+// or none of them may be stored (their Nats-Msg-Id make a retry safe). It does not fall back to
+// PublishAll: callers that group several requests' messages into one batch retry each request on
+// its own (the HTTP gateway's group commit).
+func PublishAtomicOnce(ctx context.Context, js jetstream.JetStream, msgs []*nats.Msg, attempt time.Duration) ([]Published, error) {
+	if len(msgs) == 0 || len(msgs) > MaxAtomicBatch {
+		return nil, fmt.Errorf("an atomic batch holds 1 to %d messages, not %d", MaxAtomicBatch, len(msgs))
+	}
+	return publishAtomic(ctx, js, msgs, attempt)
+}
+
 func publishAtomic(ctx context.Context, js jetstream.JetStream, msgs []*nats.Msg, attempt time.Duration) ([]Published, error) {
 	batch := make([]*nats.Msg, len(msgs))
 	for i, m := range msgs {

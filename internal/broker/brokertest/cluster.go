@@ -2,7 +2,6 @@ package brokertest
 
 import (
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -16,55 +15,35 @@ type Cluster struct {
 	urls    []string
 }
 
-func freePorts(t testing.TB, n int) []int {
-	t.Helper()
-	var ls []net.Listener
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		_ = l.Close()
-	}
-	return ports
-}
-
 // StartCluster starts an n-node cluster (servers n1…nN) and waits until it has a meta leader.
+// Its routes run through loopback relays (StartCrashCluster), whose listeners are open before
+// any node starts: every port is chosen by the system and held from then on, so no other
+// process can take one between its choice and its use, and every node knows every route up
+// front (nats-server sizes a new meta group by the routes it is given).
 func StartCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
-	// Client ports are chosen by the servers (-1); route ports must be known up front for the
-	// route list, so they are picked free just before.
-	routePorts := freePorts(t, n)
-	var routes []string
-	for _, p := range routePorts {
-		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", p))
+	return StartCrashCluster(t, n).Cluster
+}
+
+// startNode starts a server and waits until it listens.
+func startNode(t testing.TB, opts *server.Options) *server.Server {
+	t.Helper()
+	s, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
 	}
-	c := &Cluster{}
-	for i := range n {
-		opts := &server.Options{
-			ServerName: fmt.Sprintf("n%d", i+1), Host: "127.0.0.1", Port: server.RANDOM_PORT,
-			JetStream: true, StoreDir: t.TempDir(), NoSigs: true, NoLog: true,
-			Cluster: server.ClusterOpts{Name: "agentmem-test", Host: "127.0.0.1", Port: routePorts[i]},
-			Routes:  server.RoutesFromStr(strings.Join(routes, ",")),
-		}
-		s, err := server.NewServer(opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		go s.Start()
-		c.Servers = append(c.Servers, s)
+	go s.Start()
+	// Generous: several clusters start at once when the whole suite runs on 2 cores.
+	if !s.ReadyForConnections(60 * time.Second) {
+		t.Fatalf("%s not ready", s.Name())
 	}
-	t.Cleanup(c.Stop)
+	return s
+}
+
+// waitLeader records the nodes' client URLs and waits until the cluster has a meta leader.
+func (c *Cluster) waitLeader(t testing.TB) {
+	t.Helper()
 	for _, s := range c.Servers {
-		// Generous: several clusters start at once when the whole suite runs on 2 cores.
-		if !s.ReadyForConnections(60 * time.Second) {
-			t.Fatalf("%s not ready", s.Name())
-		}
 		c.urls = append(c.urls, s.ClientURL())
 	}
 	CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error {
@@ -75,7 +54,6 @@ func StartCluster(t testing.TB, n int) *Cluster {
 		}
 		return fmt.Errorf("no JetStream meta leader yet")
 	})
-	return c
 }
 
 // URLs is every node's client URL, comma-separated, as nats.Connect takes them.

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 )
@@ -29,7 +28,7 @@ type CrashCluster struct {
 // relay forwards the route connections made to one node.
 type relay struct {
 	ln     net.Listener
-	target string // the node's real route address
+	target string // the node's real route address, once it listens (under CrashCluster.mu)
 	name   string
 	links  map[*link]bool
 }
@@ -58,7 +57,9 @@ func StartCrashCluster(t testing.TB, n int) *CrashCluster {
 	for i := range dirs {
 		dirs[i] = t.TempDir()
 	}
-	routePorts := freePorts(t, n)
+	// The relays listen first, so their addresses are the route list; each node's own route port
+	// is chosen by the node (-1) and becomes its relay's target once the node listens (a route
+	// dialled to a relay before then is closed, and the dialling node tries again).
 	var routes []string
 	for i := range n {
 		name := fmt.Sprintf("n%d", i+1)
@@ -66,7 +67,7 @@ func StartCrashCluster(t testing.TB, n int) *CrashCluster {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := &relay{ln: ln, target: fmt.Sprintf("127.0.0.1:%d", routePorts[i]), name: name, links: map[*link]bool{}}
+		r := &relay{ln: ln, name: name, links: map[*link]bool{}}
 		c.relays[name] = r
 		routes = append(routes, "nats://"+ln.Addr().String())
 		go c.accept(r)
@@ -95,31 +96,17 @@ func StartCrashCluster(t testing.TB, n int) *CrashCluster {
 		opts := &server.Options{
 			ServerName: name, Host: "127.0.0.1", Port: server.RANDOM_PORT,
 			JetStream: true, StoreDir: dirs[i], NoSigs: true, NoLog: true,
-			Cluster: server.ClusterOpts{Name: "agentmem-crash", Host: "127.0.0.1", Port: routePorts[i],
+			Cluster: server.ClusterOpts{Name: "agentmem-crash", Host: "127.0.0.1", Port: server.RANDOM_PORT,
 				Advertise: strings.TrimPrefix(routes[i], "nats://")},
 			Routes: server.RoutesFromStr(strings.Join(others, ",")),
 		}
-		s, err := server.NewServer(opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		go s.Start()
+		s := startNode(t, opts)
+		c.mu.Lock()
+		c.relays[name].target = s.ClusterAddr().String()
+		c.mu.Unlock()
 		c.Servers = append(c.Servers, s)
 	}
-	for _, s := range c.Servers {
-		if !s.ReadyForConnections(60 * time.Second) {
-			t.Fatalf("%s not ready", s.Name())
-		}
-		c.urls = append(c.urls, s.ClientURL())
-	}
-	CheckFor(t, 30*time.Second, 100*time.Millisecond, func() error {
-		for _, s := range c.Servers {
-			if s.JetStreamIsLeader() {
-				return nil
-			}
-		}
-		return fmt.Errorf("no JetStream meta leader yet")
-	})
+	c.waitLeader(t)
 	return c
 }
 
@@ -131,13 +118,13 @@ func (c *CrashCluster) accept(r *relay) {
 			return
 		}
 		c.mu.Lock()
-		down := c.crashed[r.name]
+		down, target := c.crashed[r.name], r.target
 		c.mu.Unlock()
-		if down {
+		if down || target == "" {
 			_ = in.Close()
 			continue
 		}
-		out, err := net.Dial("tcp", r.target)
+		out, err := net.Dial("tcp", target)
 		if err != nil {
 			_ = in.Close()
 			continue

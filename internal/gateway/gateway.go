@@ -209,7 +209,7 @@ func New(cfg Config, nc *nats.Conn, js jetstream.JetStream, topo events.Topology
 		tokens: make(map[[sha256.Size]byte]string, len(cfg.Tokens)),
 		mux:    http.NewServeMux(),
 		dlq:    deadletter.NewReader(js, topo),
-		group:  &groupCommit{js: js, timeout: cfg.Timeout},
+		group:  &groupCommit{js: js, timeout: cfg.Timeout, metrics: cfg.Metrics},
 	}
 	g.mcp.max, g.mcp.perTenant = cfg.MCPSessions, cfg.MCPSessionsPerTenant
 	// Tokens are looked up by their hash, so the lookup takes no time that depends on how much of

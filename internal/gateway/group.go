@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/pkg/client"
 	"github.com/agentmem/agentmem/pkg/events"
 )
@@ -32,6 +33,7 @@ import (
 type groupCommit struct {
 	js      jetstream.JetStream
 	timeout time.Duration // bounds the writing of one group, as Config.Timeout bounds a request
+	metrics *metrics.Metrics
 
 	mu      sync.Mutex
 	queue   []*groupJob
@@ -97,6 +99,7 @@ func (gc *groupCommit) write() {
 		gc.groups++
 		gc.jobs += n
 		gc.mu.Unlock()
+		gc.metrics.BatchGroup(n)
 		gc.commit(group, size)
 	}
 }

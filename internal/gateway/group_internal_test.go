@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmem/agentmem/internal/broker/brokertest"
+	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/pkg/client"
 	"github.com/agentmem/agentmem/pkg/events"
 )
@@ -141,6 +142,7 @@ func stored(t *testing.T, s jetstream.Stream, msgs [][]*nats.Msg, res [][]client
 // requests up to events.MaxAtomicBatch messages, and the rest go in the next.
 func TestGroupCommitWritesQueuedRequestsTogether(t *testing.T) {
 	gc, s := groupEnv(t)
+	gc.metrics = metrics.New()
 	msgs, res := publishQueued(t, gc, "a", 100, 3, 250, 1)
 	firsts := stored(t, s, msgs, res)
 	for i := 1; i < len(msgs); i++ {
@@ -166,6 +168,21 @@ func TestGroupCommitWritesQueuedRequestsTogether(t *testing.T) {
 	}
 	if info, err := s.Info(context.Background()); err != nil || info.State.Msgs != 1554 {
 		t.Fatalf("the stream holds %v messages (%v), want 1,554", info.State.Msgs, err)
+	}
+	// The metric: three batches written, for 4 + 10 + 2 requests.
+	fams, err := gc.metrics.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var count uint64
+	var sum float64
+	for _, f := range fams {
+		if f.GetName() == metrics.Namespace+"_http_batch_group_requests" {
+			count, sum = f.GetMetric()[0].GetHistogram().GetSampleCount(), f.GetMetric()[0].GetHistogram().GetSampleSum()
+		}
+	}
+	if count != 3 || sum != 16 {
+		t.Fatalf("http_batch_group_requests: %d batches of %v requests, want 3 of 16", count, sum)
 	}
 }
 

@@ -68,6 +68,7 @@ type Metrics struct {
 
 	httpRequests *prometheus.CounterVec
 	httpTime     *prometheus.HistogramVec
+	batchGroups  prometheus.Histogram
 
 	embedded      *prometheus.CounterVec
 	vectorsStored *prometheus.CounterVec
@@ -141,6 +142,9 @@ func New() *Metrics {
 
 	m.httpRequests = f.counterVec("http_requests_total", "Requests of the HTTP API, by route (its pattern, or \"unrouted\"), method and status code.", "route", "method", "code")
 	m.httpTime = f.histogramVec("http_request_seconds", "Time to answer a request of the HTTP API, by route (an MCP event stream counts until it closes).", "route")
+	m.batchGroups = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: Namespace, Name: "http_batch_group_requests",
+		Help: "Batch requests of the HTTP API written together as one JetStream atomic batch (group commit), per batch written.", Buckets: []float64{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64}})
+	reg.MustRegister(m.batchGroups)
 
 	m.embedded = f.counterVec("embedder_texts_total", "Texts the embedding stage embedded (one per stored vector; a failed batch counts nothing), by model.", "model")
 	m.vectorsStored = f.counterVec("vectors_stored_total", "Vectors the embedding stage stored, by kind of entry (turn, summary, fact).", "kind")
@@ -426,6 +430,14 @@ func (m *Metrics) HTTP(route, method string, code int, d time.Duration) {
 	}
 	m.httpRequests.WithLabelValues(route, method, strconv.Itoa(code)).Inc()
 	m.httpTime.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// BatchGroup records one atomic batch the HTTP API wrote for requests batch requests.
+func (m *Metrics) BatchGroup(requests int) {
+	if m == nil {
+		return
+	}
+	m.batchGroups.Observe(float64(requests))
 }
 
 // KVCorrupt counts one value of bucket that a reader treated as corrupt, by reason (see

@@ -95,7 +95,9 @@ func (gc *groupCommit) write() {
 		}
 		group := make([]*groupJob, n)
 		copy(group, gc.queue)
-		gc.queue = append(gc.queue[:0], gc.queue[n:]...)
+		rest := copy(gc.queue, gc.queue[n:])
+		clear(gc.queue[rest:]) // no hold on the events of answered requests
+		gc.queue = gc.queue[:rest]
 		gc.groups++
 		gc.jobs += n
 		gc.mu.Unlock()

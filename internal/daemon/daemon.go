@@ -175,6 +175,9 @@ func Start(ctx context.Context, cfg Config, log zerolog.Logger) (*Daemon, error)
 		if files {
 			cfg.Retrieve.ViewDir = dir
 			cfg.Extract.ForgetParts = append(cfg.Extract.ForgetParts, viewFilePart{dir})
+			if err := cfg.Metrics.Register(metrics.FilesCollector(dir, retrieve.ViewFileExt, "stored_view", "the stored views of --data/views")); err != nil {
+				return fail(err)
+			}
 		}
 		if !files || !b.StartedClean() {
 			if err := retrieve.EmptyViewDir(dir); err != nil {

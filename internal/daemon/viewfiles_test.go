@@ -4,14 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentmem/agentmem/internal/broker/brokertest"
 	"github.com/agentmem/agentmem/internal/daemon"
 	"github.com/agentmem/agentmem/internal/datadir"
+	"github.com/agentmem/agentmem/internal/metrics"
 	"github.com/agentmem/agentmem/pkg/events"
 )
 
@@ -46,9 +50,17 @@ func TestViewFilesLiveInTheDataDirectory(t *testing.T) {
 			return nil
 		})
 	}
-	r := startRun(t, cfg)
+	first := cfg
+	first.Metrics = metrics.New()
+	r := startRun(t, first)
 	r.talk(t, "a", "ua", 0, 12)
 	stored(r, "after a cold load")
+	// The directory is on /metrics, which no stream's size counts.
+	rec := httptest.NewRecorder()
+	first.Metrics.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if body := rec.Body.String(); !strings.Contains(body, "agentmem_stored_view_files 1\n") || strings.Contains(body, "agentmem_stored_view_bytes 0\n") {
+		t.Fatalf("the stored view's file is not on /metrics:\n%s", body)
+	}
 	r.stop()
 
 	r = startRun(t, cfg)

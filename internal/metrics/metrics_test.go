@@ -3,6 +3,8 @@ package metrics_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -73,4 +75,42 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// A directory's files are counted at each scrape: those with the suffix, regular ones only.
+func TestFilesCollector(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, data string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a.view", "abc")
+	write("b.view", "hello")
+	write("tmp-123", "ignored")
+	if err := os.Mkdir(filepath.Join(dir, "c.view"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	m := metrics.New()
+	if err := m.Register(metrics.FilesCollector(dir, ".view", "stored_view", "stored views")); err != nil {
+		t.Fatal(err)
+	}
+	scrape := func() string {
+		rec := httptest.NewRecorder()
+		m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		return rec.Body.String()
+	}
+	body := scrape()
+	for _, want := range []string{"agentmem_stored_view_files 2\n", "agentmem_stored_view_bytes 8\n"} {
+		if !strings.Contains(body, want) {
+			t.Fatalf("no %q in\n%s", want, body)
+		}
+	}
+	if err := os.Remove(filepath.Join(dir, "a.view")); err != nil {
+		t.Fatal(err)
+	}
+	if body := scrape(); !strings.Contains(body, "agentmem_stored_view_files 1\n") || !strings.Contains(body, "agentmem_stored_view_bytes 5\n") {
+		t.Fatalf("after a removal:\n%s", body)
+	}
 }

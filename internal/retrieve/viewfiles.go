@@ -74,9 +74,10 @@ func (b viewBucket) name() string { return b.kv.Bucket() }
 // (a user id may hold any character a key allows, "/" and ".." among them).
 type viewFiles struct{ dir string }
 
-// viewFileExt ends the name of a view's file; temporary files start with viewTempPrefix.
+// ViewFileExt ends the name of a view's file in a Config.ViewDir; temporary files start with
+// viewTempPrefix.
 const (
-	viewFileExt    = ".view"
+	ViewFileExt    = ".view"
 	viewTempPrefix = "tmp-"
 )
 
@@ -110,7 +111,7 @@ func RemoveViewFile(dir, tenant, user string) error {
 
 func (f viewFiles) path(k userKey) string {
 	sum := sha256.Sum256([]byte(k.tenant + "\x00" + k.user))
-	return filepath.Join(f.dir, hex.EncodeToString(sum[:])+viewFileExt)
+	return filepath.Join(f.dir, hex.EncodeToString(sum[:])+ViewFileExt)
 }
 
 func (f viewFiles) get(_ context.Context, k userKey) ([]byte, error) { return os.ReadFile(f.path(k)) }
@@ -143,7 +144,7 @@ func (f viewFiles) purge(_ context.Context, k userKey) error {
 }
 
 func (f viewFiles) purgeAll(context.Context) error {
-	return f.remove(func(name string) bool { return strings.HasSuffix(name, viewFileExt) })
+	return f.remove(func(name string) bool { return strings.HasSuffix(name, ViewFileExt) })
 }
 
 func (f viewFiles) name() string { return f.dir }

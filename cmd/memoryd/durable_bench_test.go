@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/agentmem/agentmem/pkg/client"
 	"github.com/agentmem/agentmem/pkg/events"
 )
 
@@ -33,6 +34,8 @@ import (
 //     publish);
 //   - batches: 10,000 turns of 512 bytes over 100 sessions as HTTP batches of 100 structured
 //     CloudEvents, from 8 clients, timed until every 202;
+//   - client batches: 10,000 turns as pkg/client PublishBatch calls of 100 from 8 goroutines
+//     (one connection), the NATS way of sending a batch;
 //   - single: 2,000 turns, one per HTTP request, from 8 clients;
 //   - NATS single: 2,000 turns published to memory.turns.load.<session> (binary CloudEvents, a
 //     Nats-Msg-Id each) by 8 plain JetStream publishers, each waiting for its PubAck: one turn per
@@ -41,9 +44,9 @@ import (
 //     publishers, each waiting for its PubAck before the next (no HTTP, no pipeline): what any
 //     path that has 8 clients each waiting for their acknowledgement can reach on this server.
 //
-// It reports each phase's rate over all rounds (raw_msgs/s, batch_turns/s, single_turns/s,
-// nats_single_turns/s, raw8_msgs/s) and the ratios the issue states (batch-x-raw, single-x-raw),
-// nats-single-x-raw and raw8-x-raw; the
+// It reports each phase's rate over all rounds (raw_msgs/s, batch_turns/s, client_batch_turns/s,
+// single_turns/s, nats_single_turns/s, raw8_msgs/s) and the ratios the issue states
+// (batch-x-raw, single-x-raw), client-batch-x-raw, nats-single-x-raw and raw8-x-raw; the
 // rounds alternate so that a disk whose speed drifts weighs on the phases alike (-benchtime 3x:
 // three rounds).
 // AGENTMEM_BENCH_ARGS adds flags to memoryd's.
@@ -108,8 +111,12 @@ func BenchmarkDurableBlackBox(b *testing.B) {
 		return time.Since(start)
 	}
 
-	var rawT, batchT, singleT, natsT, raw8T time.Duration
-	var rawRates, batchRates, singleRates, natsRates, raw8Rates []float64
+	var rawT, batchT, cbatchT, singleT, natsT, raw8T time.Duration
+	var rawRates, batchRates, cbatchRates, singleRates, natsRates, raw8Rates []float64
+	cl, err := client.New(nc, client.Options{Tenant: "load", Source: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
 	payload := []byte(durableText(r, size))
 	for round := 0; b.Loop(); round++ {
 		b.StopTimer()
@@ -130,6 +137,25 @@ func BenchmarkDurableBlackBox(b *testing.B) {
 		d = spread(len(bodies), func(k int) { post("application/cloudevents-batch+json", bodies[k]) })
 		batchT += d
 		batchRates = append(batchRates, batchN/d.Seconds())
+
+		cbatches := make([][]client.Turn, batchN/batchSize)
+		for k := range cbatches {
+			cbatches[k] = make([]client.Turn, batchSize)
+			for j := range cbatches[k] {
+				t := turn("c")
+				d := t["data"].(map[string]any)
+				cbatches[k][j] = client.Turn{ID: t["id"].(string), Session: t["subject"].(string), User: d["user"].(string),
+					Role: "user", Content: d["content"].(string)}
+			}
+		}
+		waitDrainedQuick(b, nc)
+		d = spread(len(cbatches), func(k int) {
+			if _, err := cl.PublishBatch(ctx, cbatches[k]); err != nil {
+				b.Fatal(err)
+			}
+		})
+		cbatchT += d
+		cbatchRates = append(cbatchRates, batchN/d.Seconds())
 
 		singles := make([][]byte, singleN)
 		for k := range singles {
@@ -166,6 +192,7 @@ func BenchmarkDurableBlackBox(b *testing.B) {
 		d = rawPublish(b, ctx, nc, cnc, fmt.Sprintf("%d_8", round), raw8N, clients, payload)
 		raw8T += d
 		raw8Rates = append(raw8Rates, raw8N/d.Seconds())
+		b.Logf("round %d: client batches %.0f turns/s (%.2fx)", round, cbatchRates[round], cbatchRates[round]/rawRates[round])
 		b.Logf("round %d: raw %.0f msgs/s, batches %.0f turns/s (%.2fx), single %.0f turns/s (%.2fx), NATS single %.0f turns/s (%.2fx), raw one at a time %.0f msgs/s (%.2fx)", round,
 			rawRates[round], batchRates[round], batchRates[round]/rawRates[round], singleRates[round], singleRates[round]/rawRates[round],
 			natsRates[round], natsRates[round]/rawRates[round], raw8Rates[round], raw8Rates[round]/rawRates[round])
@@ -180,6 +207,9 @@ func BenchmarkDurableBlackBox(b *testing.B) {
 	b.ReportMetric(single, "single_turns/s")
 	b.ReportMetric(batch/raw, "batch-x-raw")
 	b.ReportMetric(single/raw, "single-x-raw")
+	cbatch := rounds * batchN / cbatchT.Seconds()
+	b.ReportMetric(cbatch, "client_batch_turns/s")
+	b.ReportMetric(cbatch/raw, "client-batch-x-raw")
 	natsSingle := rounds * singleN / natsT.Seconds()
 	b.ReportMetric(natsSingle, "nats_single_turns/s")
 	b.ReportMetric(natsSingle/raw, "nats-single-x-raw")

@@ -105,13 +105,10 @@ func (e *BatchError) Error() string {
 // Unwrap returns the first failure.
 func (e *BatchError) Unwrap() error { return e.Failed[e.First] }
 
-// PublishBatch stores turns, in order, at the cost of about one round trip: as JetStream atomic
-// batches (PublishAtomic: all or nothing, one disk sync per batch on a server that syncs every
-// write), or message by message when the stream refuses the batch (a turn it stored before) or
-// does not take atomic batches (PublishAll). Every turn is checked first: when one is invalid
-// nothing is sent. It returns one Ack per turn (the zero Ack for a turn that was not stored) and,
-// when some were not, a *BatchError; sending the whole batch again is safe (the stored turns come
-// back as duplicates).
+// PublishBatch stores turns, in order, at the cost of about one round trip (PublishAll). Every
+// turn is checked first: when one is invalid nothing is sent. It returns one Ack per turn (the
+// zero Ack for a turn that was not stored) and, when some were not, a *BatchError; sending the
+// whole batch again is safe (the stored turns come back as duplicates).
 func (c *Client) PublishBatch(ctx context.Context, turns []Turn) (_ []Ack, err error) {
 	msgs := make([]*nats.Msg, len(turns))
 	ids := make([]string, len(turns))
@@ -143,7 +140,7 @@ func (c *Client) PublishBatch(ctx context.Context, turns []Turn) (_ []Ack, err e
 	}
 	acks := make([]Ack, len(msgs))
 	var failed *BatchError
-	for i, r := range PublishAtomic(ctx, c.js, msgs, c.opts.Timeout) {
+	for i, r := range PublishAll(ctx, c.js, msgs, c.opts.Timeout) {
 		if r.Err != nil {
 			if failed == nil {
 				failed = &BatchError{Failed: map[int]error{}, First: i}

@@ -427,3 +427,40 @@ func TestTenantAddedAtRuntime(t *testing.T) {
 		}
 	}
 }
+
+// PublishBatch through admission (authentication on) stores a batch's turns in order, each
+// once, as it does on a server without authentication (where it sends an atomic batch).
+func TestPublishBatchThroughAdmission(t *testing.T) {
+	s := startSecured(t, nil)
+	_, cl, _ := s.agent(t, "a")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// Once admission answers: while it is not subscribed (here, memoryd starting) a batch's
+	// publishes fail and are sent again one by one, which may store them out of order
+	// (client.PublishAll).
+	if _, err := cl.Publish(ctx, client.Turn{ID: "warm", Session: "pbw", User: "pbu", Role: "user", Content: "warm"}); err != nil {
+		t.Fatal(err)
+	}
+	turns := make([]client.Turn, 12)
+	for i := range turns {
+		turns[i] = client.Turn{ID: fmt.Sprintf("pb%d", i), Session: "pbs", User: "pbu", Role: "user", Content: fmt.Sprintf("turn %d", i)}
+	}
+	acks, err := cl.PublishBatch(ctx, turns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range acks {
+		if a.Duplicate || (i > 0 && a.Sequence <= acks[i-1].Sequence) {
+			t.Fatalf("ack %d: %+v after %+v: want a later sequence, stored once", i, a, acks[max(i-1, 0)])
+		}
+	}
+	again, err := cl.PublishBatch(ctx, turns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range again {
+		if !a.Duplicate {
+			t.Fatalf("resent turn %d: %+v, want a duplicate", i, a)
+		}
+	}
+}

@@ -105,10 +105,16 @@ func (e *BatchError) Error() string {
 // Unwrap returns the first failure.
 func (e *BatchError) Unwrap() error { return e.Failed[e.First] }
 
-// PublishBatch stores turns, in order, at the cost of about one round trip (PublishAll). Every
-// turn is checked first: when one is invalid nothing is sent. It returns one Ack per turn (the
-// zero Ack for a turn that was not stored) and, when some were not, a *BatchError; sending the
-// whole batch again is safe (the stored turns come back as duplicates).
+// PublishBatch stores turns, in order, at the cost of about one round trip: as JetStream atomic
+// batches (PublishAtomic: all or nothing, one disk sync per batch on a server that syncs every
+// write), or message by message when the stream refuses the batch (a turn it stored before) or
+// does not take atomic batches (PublishAll). On a server that requires authentication it sends
+// them message by message (PublishAll): there agentmem's admission takes an agent's turns one
+// by one, so a batch gains nothing, and the batch's turns before the last go without a reply
+// subject, so none would say so if admission missed them (while it restarts). Every turn is
+// checked first: when one is invalid nothing is sent. It returns one Ack per turn (the zero Ack
+// for a turn that was not stored) and, when some were not, a *BatchError; sending the whole batch
+// again is safe (the stored turns come back as duplicates).
 func (c *Client) PublishBatch(ctx context.Context, turns []Turn) (_ []Ack, err error) {
 	msgs := make([]*nats.Msg, len(turns))
 	ids := make([]string, len(turns))
@@ -140,7 +146,11 @@ func (c *Client) PublishBatch(ctx context.Context, turns []Turn) (_ []Ack, err e
 	}
 	acks := make([]Ack, len(msgs))
 	var failed *BatchError
-	for i, r := range PublishAll(ctx, c.js, msgs, c.opts.Timeout) {
+	publish := PublishAtomic
+	if c.nc.AuthRequired() {
+		publish = PublishAll
+	}
+	for i, r := range publish(ctx, c.js, msgs, c.opts.Timeout) {
 		if r.Err != nil {
 			if failed == nil {
 				failed = &BatchError{Failed: map[int]error{}, First: i}

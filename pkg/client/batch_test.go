@@ -160,3 +160,54 @@ func TestPublishAtomic(t *testing.T) {
 	big := batch("a", 1000, client.MaxAtomicBatch+7)
 	check("big", "A", big, client.PublishAtomic(ctx, js, big, 10*time.Second), nil)
 }
+
+// PublishBatch sends its turns as one atomic batch (one disk sync on a server that syncs every
+// write): stored in order, contiguous, each carrying the batch's id; sent again, every turn comes
+// back as a duplicate (the stream refuses the batch whole, then takes the turns one by one).
+func TestPublishBatchIsOneAtomicBatch(t *testing.T) {
+	env := brokertest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := env.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "TURNS", Subjects: []string{"memory.turns.>"},
+		AllowAtomicPublish: true, Duplicates: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := client.New(env.Connect(t), client.Options{Tenant: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	turns := make([]client.Turn, 12)
+	for i := range turns {
+		turns[i] = client.Turn{ID: fmt.Sprintf("t%d", i), Session: fmt.Sprintf("s%d", i%3), User: fmt.Sprintf("u%d", i%3),
+			Role: "user", Content: fmt.Sprintf("turn %d", i)}
+	}
+	acks, err := mem.PublishBatch(ctx, turns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := ""
+	for i, a := range acks {
+		if a.Duplicate || (i > 0 && a.Sequence != acks[i-1].Sequence+1) {
+			t.Fatalf("ack %d: %+v after %+v: want the next sequence", i, a, acks[max(i-1, 0)])
+		}
+		m, err := s.GetMsg(ctx, a.Sequence)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := m.Header.Get("Nats-Batch-Id")
+		if id == "" || (batch != "" && id != batch) {
+			t.Fatalf("turn %d stored with batch id %q (the first's %q): not one atomic batch", i, id, batch)
+		}
+		batch = id
+	}
+	again, err := mem.PublishBatch(ctx, turns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range again {
+		if !a.Duplicate || a.Sequence != acks[i].Sequence {
+			t.Fatalf("resent turn %d: %+v, want a duplicate of %+v", i, a, acks[i])
+		}
+	}
+}

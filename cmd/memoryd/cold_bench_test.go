@@ -372,16 +372,16 @@ func publishSet(b *testing.B, nc *nats.Conn, set coldUsers) int {
 
 // waitDrained waits until every consumer of every stream has nothing pending and nothing
 // unacknowledged: ingest, the extractor and the embedder are done with the turns.
-func waitDrained(b *testing.B, nc *nats.Conn) { waitDrainedFor(b, nc, 10*time.Minute) }
+func waitDrained(b *testing.B, nc *nats.Conn) { waitDrainedFor(b, nc, 10*time.Minute, time.Second) }
 
-// waitDrainedFor is waitDrained, waiting at most timeout.
-func waitDrainedFor(b *testing.B, nc *nats.Conn, timeout time.Duration) {
+// waitDrainedFor is waitDrained, waiting at most timeout and looking every poll.
+func waitDrainedFor(b *testing.B, nc *nats.Conn, timeout, poll time.Duration) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	brokertest.CheckFor(b, timeout, time.Second, func() error {
+	brokertest.CheckFor(b, timeout, poll, func() error {
 		var busy []string
 		streams := js.ListStreams(ctx)
 		for si := range streams.Info() {

@@ -24,7 +24,7 @@ import (
 
 // BenchmarkDurableBlackBox measures what issue 37's goals name, the way a user sees it: the
 // memoryd binary with its default flags (durability sync) and --http, against the raw durable
-// rate of the same embedded server, in one run. Each iteration is a round of three phases, each
+// rate of the same embedded server, in one run. Each iteration is a round of six phases, each
 // started once every consumer has drained:
 //
 //   - raw: 10,000 messages of 512 bytes (a Nats-Msg-Id each) published to a stream of their own
@@ -111,19 +111,22 @@ func BenchmarkDurableBlackBox(b *testing.B) {
 		return time.Since(start)
 	}
 
-	var rawT, batchT, cbatchT, singleT, natsT, raw8T time.Duration
-	var rawRates, batchRates, cbatchRates, singleRates, natsRates, raw8Rates []float64
+	raw, batch, cbatch := &phase{n: rawN}, &phase{n: batchN}, &phase{n: batchN}
+	single, natsSingle, raw8 := &phase{n: singleN}, &phase{n: singleN}, &phase{n: raw8N}
 	cl, err := client.New(nc, client.Options{Tenant: "load", Source: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}
+	njs, err := jetstream.New(nc)
+	if err != nil {
+		b.Fatal(err)
+	}
 	payload := []byte(durableText(r, size))
+	drained := func() { waitDrainedFor(b, nc, 10*time.Minute, 20*time.Millisecond) }
 	for round := 0; b.Loop(); round++ {
 		b.StopTimer()
-		waitDrainedQuick(b, nc)
-		d := rawPublish(b, ctx, nc, cnc, fmt.Sprint(round), rawN, 0, payload)
-		rawT += d
-		rawRates = append(rawRates, rawN/d.Seconds())
+		drained()
+		raw.add(rawPublish(b, ctx, nc, cnc, fmt.Sprint(round), rawN, 0, payload))
 
 		bodies := make([][]byte, batchN/batchSize)
 		for k := range bodies {
@@ -133,10 +136,8 @@ func BenchmarkDurableBlackBox(b *testing.B) {
 			}
 			bodies[k], _ = json.Marshal(batch)
 		}
-		waitDrainedQuick(b, nc)
-		d = spread(len(bodies), func(k int) { post("application/cloudevents-batch+json", bodies[k]) })
-		batchT += d
-		batchRates = append(batchRates, batchN/d.Seconds())
+		drained()
+		batch.add(spread(len(bodies), func(k int) { post("application/cloudevents-batch+json", bodies[k]) }))
 
 		cbatches := make([][]client.Turn, batchN/batchSize)
 		for k := range cbatches {
@@ -148,23 +149,19 @@ func BenchmarkDurableBlackBox(b *testing.B) {
 					Role: "user", Content: d["content"].(string)}
 			}
 		}
-		waitDrainedQuick(b, nc)
-		d = spread(len(cbatches), func(k int) {
+		drained()
+		cbatch.add(spread(len(cbatches), func(k int) {
 			if _, err := cl.PublishBatch(ctx, cbatches[k]); err != nil {
 				b.Fatal(err)
 			}
-		})
-		cbatchT += d
-		cbatchRates = append(cbatchRates, batchN/d.Seconds())
+		}))
 
 		singles := make([][]byte, singleN)
 		for k := range singles {
 			singles[k], _ = json.Marshal(turn("o"))
 		}
-		waitDrainedQuick(b, nc)
-		d = spread(len(singles), func(k int) { post("application/cloudevents+json", singles[k]) })
-		singleT += d
-		singleRates = append(singleRates, singleN/d.Seconds())
+		drained()
+		single.add(spread(len(singles), func(k int) { post("application/cloudevents+json", singles[k]) }))
 
 		nmsgs := make([]*nats.Msg, singleN)
 		for k := range nmsgs {
@@ -178,47 +175,53 @@ func BenchmarkDurableBlackBox(b *testing.B) {
 			}
 			nmsgs[k].Header.Set(events.HeaderMsgID, events.MsgID("load", t["subject"].(string), t["id"].(string)))
 		}
-		njs, _ := jetstream.New(nc)
-		waitDrainedQuick(b, nc)
-		d = spread(len(nmsgs), func(k int) {
+		drained()
+		natsSingle.add(spread(len(nmsgs), func(k int) {
 			if _, err := njs.PublishMsg(ctx, nmsgs[k]); err != nil {
 				b.Fatal(err)
 			}
-		})
-		natsT += d
-		natsRates = append(natsRates, singleN/d.Seconds())
+		}))
 
-		waitDrainedQuick(b, nc)
-		d = rawPublish(b, ctx, nc, cnc, fmt.Sprintf("%d_8", round), raw8N, clients, payload)
-		raw8T += d
-		raw8Rates = append(raw8Rates, raw8N/d.Seconds())
-		b.Logf("round %d: client batches %.0f turns/s (%.2fx)", round, cbatchRates[round], cbatchRates[round]/rawRates[round])
-		b.Logf("round %d: raw %.0f msgs/s, batches %.0f turns/s (%.2fx), single %.0f turns/s (%.2fx), NATS single %.0f turns/s (%.2fx), raw one at a time %.0f msgs/s (%.2fx)", round,
-			rawRates[round], batchRates[round], batchRates[round]/rawRates[round], singleRates[round], singleRates[round]/rawRates[round],
-			natsRates[round], natsRates[round]/rawRates[round], raw8Rates[round], raw8Rates[round]/rawRates[round])
+		drained()
+		raw8.add(rawPublish(b, ctx, nc, cnc, fmt.Sprintf("%d_8", round), raw8N, clients, payload))
+		x := func(p *phase) float64 { return p.rates[round] / raw.rates[round] }
+		b.Logf("round %d: raw %.0f msgs/s, batches %.0f turns/s (%.2fx), client batches %.0f turns/s (%.2fx), single %.0f turns/s (%.2fx), NATS single %.0f turns/s (%.2fx), raw one at a time %.0f msgs/s (%.2fx)", round,
+			raw.rates[round], batch.rates[round], x(batch), cbatch.rates[round], x(cbatch), single.rates[round], x(single),
+			natsSingle.rates[round], x(natsSingle), raw8.rates[round], x(raw8))
 		b.StartTimer()
 	}
-	rounds := float64(len(rawRates))
-	raw := rounds * rawN / rawT.Seconds()
-	batch := rounds * batchN / batchT.Seconds()
-	single := rounds * singleN / singleT.Seconds()
-	b.ReportMetric(raw, "raw_msgs/s")
-	b.ReportMetric(batch, "batch_turns/s")
-	b.ReportMetric(single, "single_turns/s")
-	b.ReportMetric(batch/raw, "batch-x-raw")
-	b.ReportMetric(single/raw, "single-x-raw")
-	cbatch := rounds * batchN / cbatchT.Seconds()
-	b.ReportMetric(cbatch, "client_batch_turns/s")
-	b.ReportMetric(cbatch/raw, "client-batch-x-raw")
-	natsSingle := rounds * singleN / natsT.Seconds()
-	b.ReportMetric(natsSingle, "nats_single_turns/s")
-	b.ReportMetric(natsSingle/raw, "nats-single-x-raw")
-	raw8 := rounds * raw8N / raw8T.Seconds()
-	b.ReportMetric(raw8, "raw8_msgs/s")
-	b.ReportMetric(raw8/raw, "raw8-x-raw")
+	for _, p := range []struct {
+		name, unit string
+		p          *phase
+	}{
+		{"raw", "msgs", raw}, {"batch", "turns", batch}, {"client_batch", "turns", cbatch},
+		{"single", "turns", single}, {"nats_single", "turns", natsSingle}, {"raw8", "msgs", raw8},
+	} {
+		b.ReportMetric(p.p.rate(), p.name+"_"+p.unit+"/s")
+		if p.p != raw {
+			b.ReportMetric(p.p.rate()/raw.rate(), strings.ReplaceAll(p.name, "_", "-")+"-x-raw")
+		}
+	}
 	b.ReportMetric(0, "ns/op")
 	m.stop(b)
 }
+
+// phase is one phase of BenchmarkDurableBlackBox: its messages per round, its time over the
+// rounds and its rate in each.
+type phase struct {
+	n     int
+	total time.Duration
+	rates []float64
+}
+
+// add records one round's time.
+func (p *phase) add(d time.Duration) {
+	p.total += d
+	p.rates = append(p.rates, float64(p.n)/d.Seconds())
+}
+
+// rate is the phase's rate over every round.
+func (p *phase) rate() float64 { return float64(len(p.rates)*p.n) / p.total.Seconds() }
 
 // rawPublish is memprobe load's raw phase: n messages published to a stream of their own
 // through an async window of 1,000 while a durable consumer on cnc fetches and acknowledges
@@ -291,38 +294,6 @@ func rawPublish(b *testing.B, ctx context.Context, nc, cnc *nats.Conn, round str
 		b.Fatal("raw publishes not acknowledged in 5 minutes")
 	}
 	return time.Since(start)
-}
-
-// waitDrainedQuick waits until no consumer of memoryd has messages pending, polling every 20 ms.
-func waitDrainedQuick(b *testing.B, nc *nats.Conn) {
-	b.Helper()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	deadline := time.Now().Add(10 * time.Minute)
-	for {
-		busy := false
-		for si := range js.ListStreams(ctx).Info() {
-			st, err := js.Stream(ctx, si.Config.Name)
-			if err != nil {
-				continue
-			}
-			for ci := range st.ListConsumers(ctx).Info() {
-				if ci.NumPending+uint64(ci.NumAckPending) > 0 {
-					busy = true
-				}
-			}
-		}
-		if !busy {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("memoryd's consumers did not drain in 10 minutes")
-		}
-		<-time.After(20 * time.Millisecond)
-	}
 }
 
 // durableText is n bytes of English-like words.

@@ -64,7 +64,7 @@ func BenchmarkScaleBlackBox(b *testing.B) {
 		start := time.Now()
 		postConcurrently(b, "http://"+httpAddr, userBatches(words, users, turns))
 		posted := time.Since(start)
-		waitDrainedFor(b, nc, 2*time.Hour)
+		waitDrainedFor(b, nc, 2*time.Hour, time.Second)
 		drained := time.Since(start)
 		loadPeak := vmHWM(b, m.pid())
 		b.Logf("%d turns of %d users posted in %s, drained after %s; VmRSS %.0f MB, peak %.0f MB",

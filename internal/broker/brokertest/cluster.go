@@ -35,6 +35,7 @@ func startNode(t testing.TB, opts *server.Options) *server.Server {
 	go s.Start()
 	// Generous: several clusters start at once when the whole suite runs on 2 cores.
 	if !s.ReadyForConnections(60 * time.Second) {
+		s.Shutdown() // not in the cluster's list yet: its cleanup would not stop it
 		t.Fatalf("%s not ready", s.Name())
 	}
 	return s
